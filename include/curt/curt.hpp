@@ -1,0 +1,6 @@
+// curt/curt.hpp: the whole library. Each header can also be included alone.
+#pragma once
+
+#include <curt/detail/config.hpp>
+#include <curt/error.hpp>
+#include <curt/device.hpp>

@@ -1,0 +1,24 @@
+// curt/detail/config.hpp: compiler portability macros and the library version.
+#pragma once
+
+#define CURT_VERSION_MAJOR 0
+#define CURT_VERSION_MINOR 1
+#define CURT_VERSION_PATCH 0
+
+// Branch hints and cold paths keep error handling out of the hot instruction stream.
+#if defined(__GNUC__) || defined(__clang__)
+#  define CURT_LIKELY(x) __builtin_expect(!!(x), 1)
+#  define CURT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#  define CURT_COLD __attribute__((cold, noinline))
+#else
+#  define CURT_LIKELY(x) (x)
+#  define CURT_UNLIKELY(x) (x)
+#  define CURT_COLD __declspec(noinline)
+#endif
+
+// Functions callable from both host and device code when compiled by a CUDA compiler.
+#if defined(__CUDACC__)
+#  define CURT_HOST_DEVICE __host__ __device__
+#else
+#  define CURT_HOST_DEVICE
+#endif

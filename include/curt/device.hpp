@@ -1,0 +1,414 @@
+// curt/device.hpp: devices, their properties and limits, the current device, versions.
+#pragma once
+
+#include <curt/error.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdio>
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+
+namespace curt {
+
+/// A CUDA version such as 13.0, decoded from the runtime's 1000 * major + 10 * minor.
+struct version {
+  int major = 0;
+  int minor = 0;
+
+  static constexpr version from_encoded(int encoded) noexcept {
+    return {encoded / 1000, encoded % 1000 / 10};
+  }
+  constexpr int encoded() const noexcept { return major * 1000 + minor * 10; }
+  std::string to_string() const { return std::to_string(major) + "." + std::to_string(minor); }
+
+  friend constexpr bool operator==(version a, version b) noexcept {
+    return a.major == b.major && a.minor == b.minor;
+  }
+  friend constexpr bool operator!=(version a, version b) noexcept { return !(a == b); }
+  friend constexpr bool operator<(version a, version b) noexcept {
+    return a.encoded() < b.encoded();
+  }
+  friend constexpr bool operator>=(version a, version b) noexcept { return !(a < b); }
+};
+
+/// The CUDA runtime curt runs on.
+inline version runtime_version() {
+  int encoded = 0;
+  CURT_CHECK(cudaRuntimeGetVersion(&encoded));
+  return version::from_encoded(encoded);
+}
+
+/// The newest CUDA version the installed driver supports; 0.0 when no driver is installed.
+inline version driver_version() {
+  int encoded = 0;
+  CURT_CHECK(cudaDriverGetVersion(&encoded));
+  return version::from_encoded(encoded);
+}
+
+/// Number of visible devices; 0 (never an exception) when there is no driver or no device.
+inline int device_count() noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+/// Why no device can be used ("no CUDA driver: ...", "no CUDA device: ..."); empty when one can.
+inline std::string no_device_reason() {
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  (void)cudaGetLastError();
+  if (status == cudaSuccess && count > 0) return {};
+  int driver = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0)
+    return "no CUDA driver (libcuda.so.1 could not be loaded)";
+  if (status == cudaSuccess || status == cudaErrorNoDevice) return "no CUDA device";
+  return std::string("no CUDA device usable: ") + cudaGetErrorName(status) + " (" +
+         cudaGetErrorString(status) + ")";
+}
+
+/// Compute capability, e.g. {9, 0}; as_int() gives 90.
+struct compute_capability {
+  int major = 0;
+  int minor = 0;
+  constexpr int as_int() const noexcept { return major * 10 + minor; }
+  friend constexpr bool operator==(compute_capability a, compute_capability b) noexcept {
+    return a.as_int() == b.as_int();
+  }
+  friend constexpr bool operator<(compute_capability a, compute_capability b) noexcept {
+    return a.as_int() < b.as_int();
+  }
+  friend constexpr bool operator>=(compute_capability a, compute_capability b) noexcept {
+    return !(a < b);
+  }
+};
+
+/// A device's 16-byte UUID; to_string() gives nvidia-smi's "GPU-xxxxxxxx-xxxx-..." form.
+struct device_uuid {
+  std::array<unsigned char, 16> bytes{};
+  std::string to_string() const {
+    char text[64];
+    int n = std::snprintf(text, sizeof text, "GPU-");
+    for (int i = 0; i < 16; ++i) {
+      if (i == 4 || i == 6 || i == 8 || i == 10) text[n++] = '-';
+      n += std::snprintf(text + n, sizeof text - n, "%02x", bytes[i]);
+    }
+    return std::string(text, n);
+  }
+  friend bool operator==(const device_uuid& a, const device_uuid& b) noexcept {
+    return a.bytes == b.bytes;
+  }
+};
+
+/// Free and total device memory, in bytes.
+struct memory_info {
+  std::size_t free = 0;
+  std::size_t total = 0;
+};
+
+/// The value type of a device attribute: bool for the "is supported" kind, int otherwise.
+template <cudaDeviceAttr Attribute>
+struct device_attribute_type {
+  using type = int;
+};
+#define CURT_BOOL_DEVICE_ATTRIBUTE(attribute)      \
+  template <>                                      \
+  struct device_attribute_type<attribute> {        \
+    using type = bool;                             \
+  };
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrGpuOverlap)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrKernelExecTimeout)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrIntegrated)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrCanMapHostMemory)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrConcurrentKernels)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrEccEnabled)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrTccDriver)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrUnifiedAddressing)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrStreamPrioritiesSupported)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrGlobalL1CacheSupported)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrLocalL1CacheSupported)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrManagedMemory)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrIsMultiGpuBoard)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrHostNativeAtomicSupported)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrPageableMemoryAccess)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrConcurrentManagedAccess)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrComputePreemptionSupported)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrCanUseHostPointerForRegisteredMem)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrCooperativeLaunch)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrCanFlushRemoteWrites)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrHostRegisterSupported)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrPageableMemoryAccessUsesHostPageTables)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrDirectManagedMemAccessFromHost)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrSparseCudaArraySupported)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrHostRegisterReadOnlySupported)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrTimelineSemaphoreInteropSupported)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrMemoryPoolsSupported)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrGPUDirectRDMASupported)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrClusterLaunch)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrDeferredMappingCudaArraySupported)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrIpcEventSupport)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrMpsEnabled)
+CURT_BOOL_DEVICE_ATTRIBUTE(cudaDevAttrHostMemoryPoolsSupported)
+#undef CURT_BOOL_DEVICE_ATTRIBUTE
+
+class device;
+device current_device();
+
+namespace detail {
+
+// Properties are read once per device and kept for the life of the process: they do not change.
+inline const cudaDeviceProp& cached_properties(int ordinal) {
+  struct entry {
+    std::once_flag once;
+    cudaDeviceProp properties{};
+  };
+  static const int count = device_count();
+  static const std::unique_ptr<entry[]> table(new entry[count > 0 ? count : 1]);
+  entry& e = table[ordinal];
+  std::call_once(e.once, [&] {
+    check_with(cudaGetDeviceProperties(&e.properties, ordinal),
+               [&] { return "cudaGetDeviceProperties(device " + std::to_string(ordinal) + ")"; },
+               __FILE__, __LINE__);
+  });
+  return e.properties;
+}
+
+}  // namespace detail
+
+/// A CUDA device: a validated ordinal. Cheap to copy; owns nothing.
+class device {
+ public:
+  /// Throws cuda_error(cudaErrorInvalidDevice) naming the ordinal and the device count when
+  /// `ordinal` does not name a visible device.
+  explicit device(int ordinal) : ordinal_(ordinal) {
+    int count = device_count();
+    if (ordinal < 0 || ordinal >= count)
+      throw cuda_error(cudaErrorInvalidDevice,
+                       "curt::device(" + std::to_string(ordinal) + ")",
+                       std::to_string(count) + " CUDA device(s) visible" +
+                           (count == 0 ? " (" + no_device_reason() + ")" : std::string()));
+  }
+
+  /// The device with this ordinal, not checked against the device count (for hot paths that
+  /// already hold a valid ordinal, e.g. from the runtime).
+  static device from_ordinal_unchecked(int ordinal) noexcept { return device(ordinal, unchecked); }
+
+  int ordinal() const noexcept { return ordinal_; }
+  int get() const noexcept { return ordinal_; }
+
+  /// All properties, read once per device and cached.
+  const cudaDeviceProp& properties() const { return detail::cached_properties(ordinal_); }
+
+  /// Any attribute, read from the driver on each call.
+  int attribute(cudaDeviceAttr attribute) const {
+    int value = 0;
+    detail::check_with(cudaDeviceGetAttribute(&value, attribute, ordinal_),
+                       [&] {
+                         return "cudaDeviceGetAttribute(attribute " +
+                                std::to_string(static_cast<int>(attribute)) + ", device " +
+                                std::to_string(ordinal_) + ")";
+                       },
+                       __FILE__, __LINE__);
+    return value;
+  }
+  /// A typed attribute: bool for capability flags, int otherwise.
+  template <cudaDeviceAttr Attribute>
+  typename device_attribute_type<Attribute>::type attribute() const {
+    return static_cast<typename device_attribute_type<Attribute>::type>(attribute(Attribute));
+  }
+
+  std::string name() const { return properties().name; }
+  curt::compute_capability compute_capability() const {
+    return {properties().major, properties().minor};
+  }
+  device_uuid uuid() const {
+    device_uuid id;
+    for (int i = 0; i < 16; ++i) id.bytes[i] = static_cast<unsigned char>(properties().uuid.bytes[i]);
+    return id;
+  }
+  /// "0000:8a:00.0"-style PCI address.
+  std::string pci_bus_id() const {
+    char text[32] = {};
+    detail::check_with(cudaDeviceGetPCIBusId(text, sizeof text, ordinal_),
+                       [&] { return "cudaDeviceGetPCIBusId(device " + std::to_string(ordinal_) + ")"; },
+                       __FILE__, __LINE__);
+    return text;
+  }
+
+  int multiprocessor_count() const { return properties().multiProcessorCount; }
+  int warp_size() const { return properties().warpSize; }
+  int max_threads_per_block() const { return properties().maxThreadsPerBlock; }
+  int max_threads_per_multiprocessor() const { return properties().maxThreadsPerMultiProcessor; }
+  int max_blocks_per_multiprocessor() const { return properties().maxBlocksPerMultiProcessor; }
+  std::array<int, 3> max_block_dims() const {
+    return {properties().maxThreadsDim[0], properties().maxThreadsDim[1], properties().maxThreadsDim[2]};
+  }
+  std::array<int, 3> max_grid_dims() const {
+    return {properties().maxGridSize[0], properties().maxGridSize[1], properties().maxGridSize[2]};
+  }
+  std::size_t shared_memory_per_block() const { return properties().sharedMemPerBlock; }
+  /// The most dynamic + static shared memory a block can get after opting in.
+  std::size_t max_shared_memory_per_block_optin() const { return properties().sharedMemPerBlockOptin; }
+  std::size_t shared_memory_per_multiprocessor() const {
+    return properties().sharedMemPerMultiprocessor;
+  }
+  int registers_per_block() const { return properties().regsPerBlock; }
+  std::size_t total_memory() const { return properties().totalGlobalMem; }
+  int l2_cache_size() const { return properties().l2CacheSize; }
+  int persisting_l2_cache_max_size() const { return properties().persistingL2CacheMaxSize; }
+  int access_policy_max_window_size() const { return properties().accessPolicyMaxWindowSize; }
+  int memory_bus_width() const { return properties().memoryBusWidth; }
+  bool supports_cooperative_launch() const { return properties().cooperativeLaunch != 0; }
+  bool supports_cluster_launch() const { return attribute<cudaDevAttrClusterLaunch>(); }
+  bool supports_memory_pools() const { return properties().memoryPoolsSupported != 0; }
+  bool supports_managed_memory() const { return properties().managedMemory != 0; }
+  bool supports_concurrent_managed_access() const { return properties().concurrentManagedAccess != 0; }
+  bool supports_stream_priorities() const { return properties().streamPrioritiesSupported != 0; }
+  bool is_integrated() const { return properties().integrated != 0; }
+
+  /// Free and total memory of this device (makes it current for the query, then restores).
+  curt::memory_info memory_info() const;
+
+  /// A device limit (stack size, printf FIFO, malloc heap, ...) of this device.
+  std::size_t limit(cudaLimit which) const;
+  void set_limit(cudaLimit which, std::size_t value) const;
+
+  /// Waits for all work on this device.
+  void synchronize() const;
+
+  /// Stream priority range [greatest, least]; numerically greatest <= least (lower runs first).
+  std::pair<int, int> stream_priority_range() const;
+
+  friend bool operator==(device a, device b) noexcept { return a.ordinal_ == b.ordinal_; }
+  friend bool operator!=(device a, device b) noexcept { return a.ordinal_ != b.ordinal_; }
+
+ private:
+  struct unchecked_t {};
+  static constexpr unchecked_t unchecked{};
+  device(int ordinal, unchecked_t) noexcept : ordinal_(ordinal) {}
+  int ordinal_;
+};
+
+/// The calling thread's current device.
+inline device current_device() {
+  int ordinal = 0;
+  CURT_CHECK(cudaGetDevice(&ordinal));
+  return device::from_ordinal_unchecked(ordinal);
+}
+
+/// Makes `d` the calling thread's current device.
+inline void set_current_device(device d) {
+  detail::check_with(cudaSetDevice(d.ordinal()),
+                     [&] { return "cudaSetDevice(" + std::to_string(d.ordinal()) + ")"; }, __FILE__,
+                     __LINE__);
+}
+
+/// Makes a device current for a scope and restores the previous one at its end.
+class device_guard {
+ public:
+  explicit device_guard(device d) {
+    CURT_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != d.ordinal()) {
+      set_current_device(d);
+      changed_ = true;
+    }
+  }
+  ~device_guard() {
+    if (changed_) detail::check_noexcept(cudaSetDevice(previous_), "cudaSetDevice", __FILE__, __LINE__);
+  }
+  device_guard(const device_guard&) = delete;
+  device_guard& operator=(const device_guard&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool changed_ = false;
+};
+
+inline curt::memory_info device::memory_info() const {
+  device_guard guard(*this);
+  curt::memory_info info;
+  detail::check_with(cudaMemGetInfo(&info.free, &info.total),
+                     [&] { return "cudaMemGetInfo(device " + std::to_string(ordinal_) + ")"; },
+                     __FILE__, __LINE__);
+  return info;
+}
+
+inline std::size_t device::limit(cudaLimit which) const {
+  device_guard guard(*this);
+  std::size_t value = 0;
+  detail::check_with(cudaDeviceGetLimit(&value, which),
+                     [&] {
+                       return "cudaDeviceGetLimit(limit " + std::to_string(static_cast<int>(which)) +
+                              ", device " + std::to_string(ordinal_) + ")";
+                     },
+                     __FILE__, __LINE__);
+  return value;
+}
+
+inline void device::set_limit(cudaLimit which, std::size_t value) const {
+  device_guard guard(*this);
+  detail::check_with(cudaDeviceSetLimit(which, value),
+                     [&] {
+                       return "cudaDeviceSetLimit(limit " + std::to_string(static_cast<int>(which)) +
+                              ", " + std::to_string(value) + ", device " + std::to_string(ordinal_) +
+                              ")";
+                     },
+                     __FILE__, __LINE__);
+}
+
+inline void device::synchronize() const {
+  device_guard guard(*this);
+  detail::check_with(cudaDeviceSynchronize(),
+                     [&] { return "cudaDeviceSynchronize(device " + std::to_string(ordinal_) + ")"; },
+                     __FILE__, __LINE__);
+}
+
+inline std::pair<int, int> device::stream_priority_range() const {
+  device_guard guard(*this);
+  int least = 0, greatest = 0;
+  CURT_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  return {greatest, least};
+}
+
+/// All visible devices, as a range: `for (curt::device d : curt::devices())`.
+class device_range {
+ public:
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = device;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = device;
+    explicit iterator(int ordinal) noexcept : ordinal_(ordinal) {}
+    device operator*() const noexcept { return device::from_ordinal_unchecked(ordinal_); }
+    iterator& operator++() noexcept { ++ordinal_; return *this; }
+    iterator operator++(int) noexcept { iterator old = *this; ++ordinal_; return old; }
+    friend bool operator==(iterator a, iterator b) noexcept { return a.ordinal_ == b.ordinal_; }
+    friend bool operator!=(iterator a, iterator b) noexcept { return a.ordinal_ != b.ordinal_; }
+
+   private:
+    int ordinal_;
+  };
+  device_range() noexcept : count_(device_count()) {}
+  iterator begin() const noexcept { return iterator(0); }
+  iterator end() const noexcept { return iterator(count_); }
+  int size() const noexcept { return count_; }
+  bool empty() const noexcept { return count_ == 0; }
+  device operator[](int i) const { return device(i); }
+
+ private:
+  int count_;
+};
+
+inline device_range devices() noexcept { return device_range(); }
+
+}  // namespace curt

@@ -1,0 +1,68 @@
+// Test helpers: expected CUDA errors, fresh random inputs, relative comparison.
+#pragma once
+
+#include "catch.hpp"
+
+#include <curt/error.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace curt_test {
+
+/// Runs `action`, requires it to throw `Exception` with `status`, and every fragment in what().
+/// Returns the exception for further checks.
+template <class Exception = curt::cuda_error, class Action>
+Exception require_cuda_error(Action&& action, cudaError_t status,
+                             std::initializer_list<const char*> fragments) {
+  try {
+    action();
+  } catch (const Exception& error) {
+    INFO("what(): " << error.what());
+    CHECK(error.status() == status);
+    for (const char* fragment : fragments) CHECK_THAT(error.what(), ContainsSubstring(fragment));
+    return error;
+  }
+  FAIL("expected a CUDA error with status " << cudaGetErrorName(status));
+  throw;  // unreachable: FAIL aborts the test case
+}
+
+/// A generator seeded afresh each run (or from CURT_TEST_SEED); the seed is printed to reproduce.
+inline std::mt19937_64& rng() {
+  static std::mt19937_64 engine = [] {
+    std::uint64_t seed = std::random_device{}();
+    if (const char* fixed = std::getenv("CURT_TEST_SEED")) seed = std::strtoull(fixed, nullptr, 10);
+    std::printf("random seed: %llu (set CURT_TEST_SEED to repeat)\n",
+                static_cast<unsigned long long>(seed));
+    return std::mt19937_64(seed);
+  }();
+  return engine;
+}
+
+inline std::vector<float> random_floats(std::size_t n, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng());
+  return v;
+}
+
+inline std::vector<int> random_ints(std::size_t n, int lo, int hi) {
+  std::uniform_int_distribution<int> dist(lo, hi);
+  std::vector<int> v(n);
+  for (auto& x : v) x = dist(rng());
+  return v;
+}
+
+/// |a - b| <= tolerance * max(|a|, |b|, tiny): relative error for floats.
+inline bool close(double a, double b, double tolerance = 1e-5) {
+  double scale = std::fmax(std::fmax(std::fabs(a), std::fabs(b)), 1e-30);
+  return std::fabs(a - b) <= tolerance * scale;
+}
+
+}  // namespace curt_test
