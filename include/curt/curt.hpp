@@ -4,3 +4,8 @@
 #include <curt/detail/config.hpp>
 #include <curt/error.hpp>
 #include <curt/device.hpp>
+#include <curt/access_policy.hpp>
+#include <curt/event.hpp>
+#include <curt/stream.hpp>
+#include <curt/launch.hpp>
+#include <curt/occupancy.hpp>

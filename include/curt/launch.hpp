@@ -1,0 +1,343 @@
+// curt/launch.hpp: kernel launch through cudaLaunchKernelEx with a named launch configuration.
+//
+//   curt::launch(stream, curt::launch_config(grid, block).cluster_dims(2), kernel, args...);
+//   curt::launch(stream, config, [=] __device__ (int n) { ... }, n);  // nvcc --extended-lambda
+//
+// Arguments are checked against the kernel's parameters at compile time. A refused launch
+// becomes a curt::cuda_error that names the kernel and its configuration and, for the common
+// mistakes (block too large, grid not a multiple of the cluster, too much shared memory, a
+// cooperative grid larger than the device holds), the numbers involved. That diagnosis runs only
+// after the driver refuses, so a successful launch costs exactly what cudaLaunchKernelEx costs.
+// Programmatic dependent launch is off unless asked for.
+#pragma once
+
+#include <curt/access_policy.hpp>
+#include <curt/device.hpp>
+#include <curt/error.hpp>
+#include <curt/event.hpp>
+#include <curt/stream.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace curt {
+
+/// Grid, block, dynamic shared memory and launch attributes, set by name. Setting an attribute
+/// twice keeps the last value.
+class launch_config {
+ public:
+  launch_config() = default;
+  launch_config(dim3 grid, dim3 block, std::size_t dynamic_shared_memory = 0) noexcept
+      : grid_(grid), block_(block), dynamic_shared_memory_(dynamic_shared_memory) {}
+
+  launch_config& grid(dim3 blocks) noexcept { grid_ = blocks; return *this; }
+  launch_config& block(dim3 threads) noexcept { block_ = threads; return *this; }
+  launch_config& dynamic_shared_memory(std::size_t bytes) noexcept {
+    dynamic_shared_memory_ = bytes;
+    return *this;
+  }
+  /// Blocks per cluster; the grid must be a multiple of it in each dimension.
+  launch_config& cluster_dims(dim3 blocks) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.clusterDim = {blocks.x, blocks.y, blocks.z};
+    return set(cudaLaunchAttributeClusterDimension, v);
+  }
+  /// A larger cluster shape to use where the device can; a multiple of cluster_dims.
+  launch_config& preferred_cluster_dims(dim3 blocks) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.preferredClusterDim = {blocks.x, blocks.y, blocks.z};
+    return set(cudaLaunchAttributePreferredClusterDimension, v);
+  }
+  /// All blocks resident at once, so the grid may synchronize (cooperative_groups grid.sync()).
+  launch_config& cooperative(bool on = true) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.cooperative = on;
+    return set(cudaLaunchAttributeCooperative, v);
+  }
+  /// Programmatic dependent launch: this kernel may start before the previous kernel in the
+  /// stream finishes; it waits with cudaGridDependencySynchronize() where it needs that result.
+  launch_config& programmatic_stream_serialization(bool on = true) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.programmaticStreamSerializationAllowed = on;
+    return set(cudaLaunchAttributeProgrammaticStreamSerialization, v);
+  }
+  /// Records `e` once all blocks have triggered (cudaTriggerProgrammaticLaunchCompletion) or
+  /// started, so other streams can wait on this kernel's early part.
+  launch_config& programmatic_event(event_ref e, bool trigger_at_block_start = false) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.programmaticEvent.event = e.get();
+    v.programmaticEvent.flags = 0;
+    v.programmaticEvent.triggerAtBlockStart = trigger_at_block_start;
+    return set(cudaLaunchAttributeProgrammaticEvent, v);
+  }
+  /// Records `e` when all blocks have started (they may still be running).
+  launch_config& launch_completion_event(event_ref e) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.launchCompletionEvent.event = e.get();
+    v.launchCompletionEvent.flags = 0;
+    return set(cudaLaunchAttributeLaunchCompletionEvent, v);
+  }
+  /// Scheduling priority of this kernel (same scale as stream priorities).
+  launch_config& priority(int value) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.priority = value;
+    return set(cudaLaunchAttributePriority, v);
+  }
+  launch_config& memory_sync_domain(cudaLaunchMemSyncDomain domain) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.memSyncDomain = domain;
+    return set(cudaLaunchAttributeMemSyncDomain, v);
+  }
+  launch_config& access_policy_window(const curt::access_policy_window& window) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.accessPolicyWindow = window.native();
+    return set(cudaLaunchAttributeAccessPolicyWindow, v);
+  }
+  /// Percent of the unified L1/shared memory to carve out as shared memory for this launch.
+  launch_config& preferred_shared_memory_carveout(unsigned percent) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.sharedMemCarveout = percent;
+    return set(cudaLaunchAttributePreferredSharedMemoryCarveout, v);
+  }
+
+  dim3 grid_dims() const noexcept { return grid_; }
+  dim3 block_dims() const noexcept { return block_; }
+  std::size_t dynamic_shared_memory_bytes() const noexcept { return dynamic_shared_memory_; }
+  unsigned attribute_count() const noexcept { return count_; }
+  const cudaLaunchAttribute* attributes() const noexcept { return attributes_.data(); }
+  /// The attribute with this id, or nullptr when not set.
+  const cudaLaunchAttribute* find(cudaLaunchAttributeID id) const noexcept {
+    for (unsigned i = 0; i < count_; ++i)
+      if (attributes_[i].id == id) return &attributes_[i];
+    return nullptr;
+  }
+
+  /// The runtime's form, pointing into this object's attributes, for `stream`.
+  cudaLaunchConfig_t native(cudaStream_t stream) const noexcept {
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid_;
+    config.blockDim = block_;
+    config.dynamicSmemBytes = dynamic_shared_memory_;
+    config.stream = stream;
+    config.attrs = const_cast<cudaLaunchAttribute*>(attributes_.data());  // the API never writes
+    config.numAttrs = count_;
+    return config;
+  }
+
+ private:
+  launch_config& set(cudaLaunchAttributeID id, const cudaLaunchAttributeValue& value) noexcept {
+    unsigned i = 0;
+    while (i < count_ && attributes_[i].id != id) ++i;
+    attributes_[i].id = id;  // one slot per attribute id: never overflows
+    attributes_[i].val = value;
+    if (i == count_) ++count_;
+    return *this;
+  }
+
+  dim3 grid_{1, 1, 1};
+  dim3 block_{1, 1, 1};
+  std::size_t dynamic_shared_memory_ = 0;
+  std::array<cudaLaunchAttribute, 12> attributes_{};
+  unsigned count_ = 0;
+};
+
+namespace detail {
+
+inline std::string dims_text(dim3 d) {
+  return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z);
+}
+inline unsigned long long volume(dim3 d) {
+  return static_cast<unsigned long long>(d.x) * d.y * d.z;
+}
+
+inline std::string describe_launch(const cudaLaunchConfig_t& config, const void* kernel) {
+  const char* name = nullptr;
+  if (cudaFuncGetName(&name, kernel) != cudaSuccess || !name) name = "<unknown kernel>";
+  std::string text = std::string("curt::launch(") + name + ", grid " + dims_text(config.gridDim) +
+                     ", block " + dims_text(config.blockDim) + ", " +
+                     std::to_string(config.dynamicSmemBytes) + " B dynamic shared memory";
+  for (unsigned i = 0; i < config.numAttrs; ++i) {
+    const cudaLaunchAttribute& a = config.attrs[i];
+    switch (a.id) {
+      case cudaLaunchAttributeClusterDimension:
+        text += ", cluster " + dims_text(dim3(a.val.clusterDim.x, a.val.clusterDim.y, a.val.clusterDim.z));
+        break;
+      case cudaLaunchAttributePreferredClusterDimension:
+        text += ", preferred cluster " +
+                dims_text(dim3(a.val.preferredClusterDim.x, a.val.preferredClusterDim.y,
+                               a.val.preferredClusterDim.z));
+        break;
+      case cudaLaunchAttributeCooperative:
+        if (a.val.cooperative) text += ", cooperative";
+        break;
+      case cudaLaunchAttributeProgrammaticStreamSerialization:
+        if (a.val.programmaticStreamSerializationAllowed) text += ", programmatic stream serialization";
+        break;
+      case cudaLaunchAttributePriority:
+        text += ", priority " + std::to_string(a.val.priority);
+        break;
+      default:
+        text += ", attribute " + std::to_string(static_cast<int>(a.id));
+    }
+  }
+  return text + ")";
+}
+
+// Says in numbers why the driver refused a launch, for the mistakes that can be told apart.
+inline std::string explain_launch_failure(const cudaLaunchConfig_t& config, const void* kernel) {
+  int ordinal = 0;
+  if (cudaStreamGetDevice(config.stream, &ordinal) != cudaSuccess &&
+      cudaGetDevice(&ordinal) != cudaSuccess)
+    return {};
+  const cudaDeviceProp& p = cached_properties(ordinal);
+  const dim3 grid = config.gridDim, block = config.blockDim;
+  const unsigned long long threads = volume(block), blocks = volume(grid);
+  if (threads == 0 || blocks == 0) return "grid and block dimensions must all be at least 1";
+  if (threads > static_cast<unsigned long long>(p.maxThreadsPerBlock))
+    return "block of " + std::to_string(threads) + " threads exceeds the device's limit of " +
+           std::to_string(p.maxThreadsPerBlock) + " threads per block";
+  const unsigned block_dims[3] = {block.x, block.y, block.z};
+  const unsigned grid_dims[3] = {grid.x, grid.y, grid.z};
+  for (int i = 0; i < 3; ++i) {
+    if (block_dims[i] > static_cast<unsigned>(p.maxThreadsDim[i]))
+      return "block dimension " + std::string(1, "xyz"[i]) + " = " + std::to_string(block_dims[i]) +
+             " exceeds the device's limit of " + std::to_string(p.maxThreadsDim[i]);
+    if (grid_dims[i] > static_cast<unsigned>(p.maxGridSize[i]))
+      return "grid dimension " + std::string(1, "xyz"[i]) + " = " + std::to_string(grid_dims[i]) +
+             " exceeds the device's limit of " + std::to_string(p.maxGridSize[i]);
+  }
+  cudaFuncAttributes f{};
+  bool have_attributes = cudaFuncGetAttributes(&f, kernel) == cudaSuccess;
+  if (have_attributes && threads > static_cast<unsigned long long>(f.maxThreadsPerBlock))
+    return "block of " + std::to_string(threads) + " threads exceeds this kernel's limit of " +
+           std::to_string(f.maxThreadsPerBlock) + " (its register use or __launch_bounds__)";
+  if (have_attributes) {
+    std::size_t total = config.dynamicSmemBytes + f.sharedSizeBytes;
+    if (total > p.sharedMemPerBlockOptin)
+      return std::to_string(config.dynamicSmemBytes) + " B of dynamic shared memory (+ " +
+             std::to_string(f.sharedSizeBytes) + " B static) exceeds the device's limit of " +
+             std::to_string(p.sharedMemPerBlockOptin) + " B per block";
+    if (config.dynamicSmemBytes > static_cast<std::size_t>(f.maxDynamicSharedSizeBytes))
+      return std::to_string(config.dynamicSmemBytes) +
+             " B of dynamic shared memory exceeds this kernel's limit of " +
+             std::to_string(f.maxDynamicSharedSizeBytes) +
+             " B; raise it with curt::set_max_dynamic_shared_memory (the device allows up to " +
+             std::to_string(p.sharedMemPerBlockOptin - f.sharedSizeBytes) + " B)";
+  }
+  bool cooperative = false;
+  for (unsigned i = 0; i < config.numAttrs; ++i) {
+    const cudaLaunchAttribute& a = config.attrs[i];
+    if (a.id == cudaLaunchAttributeCooperative) cooperative = a.val.cooperative != 0;
+    if (a.id != cudaLaunchAttributeClusterDimension) continue;
+    dim3 cluster(a.val.clusterDim.x, a.val.clusterDim.y, a.val.clusterDim.z);
+    if (volume(cluster) == 0) return "cluster dimensions must all be at least 1";
+    if (grid.x % cluster.x || grid.y % cluster.y || grid.z % cluster.z)
+      return "grid " + dims_text(grid) + " is not a multiple of the cluster " + dims_text(cluster);
+    if (volume(cluster) > 8 && have_attributes && !f.nonPortableClusterSizeAllowed)
+      return "cluster of " + std::to_string(volume(cluster)) +
+             " blocks exceeds the portable maximum of 8; allow more with "
+             "curt::allow_non_portable_cluster_size";
+  }
+  if (cooperative) {
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(threads),
+                                                      config.dynamicSmemBytes) == cudaSuccess) {
+      unsigned long long fit = static_cast<unsigned long long>(per_sm) * p.multiProcessorCount;
+      if (blocks > fit)
+        return "cooperative grid of " + std::to_string(blocks) + " blocks exceeds the " +
+               std::to_string(fit) + " that can be resident at once (" + std::to_string(per_sm) +
+               " per multiprocessor x " + std::to_string(p.multiProcessorCount) + ")";
+    }
+  }
+  return {};
+}
+
+[[noreturn]] CURT_COLD inline void throw_launch_error(cudaError_t status,
+                                                      const cudaLaunchConfig_t& config,
+                                                      const void* kernel) {
+  (void)cudaGetLastError();  // launch errors are not sticky: clear before diagnosing
+  std::string why = explain_launch_failure(config, kernel);
+  (void)cudaGetLastError();
+  std::string log = take_driver_log();
+  throw cuda_error(status, describe_launch(config, kernel), why, location(__FILE__, __LINE__), log);
+}
+
+template <std::size_t Index, class Param, class Arg>
+constexpr bool check_argument() {
+  static_assert(std::is_convertible_v<Arg, Param>,
+                "curt::launch: an argument does not convert to the kernel's parameter type; "
+                "see Index (0-based), Param and Arg in the instantiation below");
+  return std::is_convertible_v<Arg, Param>;
+}
+
+template <class ParamTuple, class ArgTuple, std::size_t... I>
+constexpr bool check_arguments(std::index_sequence<I...>) {
+  return (check_argument<I, std::tuple_element_t<I, ParamTuple>,
+                         std::tuple_element_t<I, ArgTuple>>() && ...);
+}
+
+template <class... Params, class... Args, std::size_t... I>
+inline void launch_converted(const cudaLaunchConfig_t& config, void (*kernel)(Params...),
+                             std::index_sequence<I...>, Args&&... args) {
+  // The kernel's parameters by value, in its own types, as <<<>>> would pass them.
+  using values_t = std::tuple<std::decay_t<Params>...>;
+  values_t values = values_t(std::forward<Args>(args)...);
+  void* pointers[sizeof...(Params) + 1] = {static_cast<void*>(&std::get<I>(values))..., nullptr};
+  cudaError_t status =
+      cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernel), pointers);
+  if (CURT_UNLIKELY(status != cudaSuccess))
+    throw_launch_error(status, config, reinterpret_cast<const void*>(kernel));
+}
+
+}  // namespace detail
+
+/// Launches `kernel` on `stream` with `config`; the arguments must convert to its parameters.
+template <class... Params, class... Args>
+inline void launch(stream_ref stream, const launch_config& config, void (*kernel)(Params...),
+                   Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args),
+                "curt::launch: the number of arguments differs from the kernel's parameters");
+  if constexpr (sizeof...(Params) == sizeof...(Args)) {
+    static_assert(detail::check_arguments<std::tuple<Params...>, std::tuple<Args&&...>>(
+        std::index_sequence_for<Params...>{}));
+    detail::launch_converted(config.native(stream.get()), kernel,
+                             std::index_sequence_for<Params...>{}, std::forward<Args>(args)...);
+  }
+}
+
+#if defined(__CUDACC__)
+
+namespace detail {
+template <class Function, class... Args>
+__global__ void functor_kernel(Function function, Args... args) {
+  function(args...);
+}
+}  // namespace detail
+
+/// The __global__ function curt launches for a functor of type Function with these arguments,
+/// for occupancy queries and kernel attributes.
+template <class Function, class... Args>
+constexpr auto functor_kernel() noexcept {
+  return &detail::functor_kernel<std::decay_t<Function>, std::decay_t<Args>...>;
+}
+
+/// Launches a functor or device lambda: every thread calls function(args...).
+template <class Function, class... Args,
+          std::enable_if_t<!std::is_pointer_v<std::decay_t<Function>> &&
+                               !std::is_function_v<std::remove_reference_t<Function>>,
+                           int> = 0>
+inline void launch(stream_ref stream, const launch_config& config, Function&& function,
+                   Args&&... args) {
+  launch(stream, config, functor_kernel<Function, Args...>(), std::forward<Function>(function),
+         std::forward<Args>(args)...);
+}
+
+#endif  // __CUDACC__
+
+}  // namespace curt
