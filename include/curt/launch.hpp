@@ -28,6 +28,13 @@
 
 namespace curt {
 
+/// Blocks needed to cover `count` items with `per_block` items per block.
+template <class T, class U>
+constexpr unsigned ceil_div(T count, U per_block) noexcept {
+  static_assert(std::is_integral_v<T> && std::is_integral_v<U>, "curt::ceil_div takes integers");
+  return static_cast<unsigned>((count + per_block - 1) / per_block);
+}
+
 /// Grid, block, dynamic shared memory and launch attributes, set by name. Setting an attribute
 /// twice keeps the last value.
 class launch_config {

@@ -24,26 +24,26 @@ inline std::string version_text(int encoded) {
 /// function and the version when the driver lacks it.
 template <class Function>
 Function load_driver_function(const char* symbol, int cuda_version) {
+  std::string call = std::string("cudaGetDriverEntryPointByVersion(\"") + symbol + "\", " +
+                     version_text(cuda_version) + ")";
+  int driver = 0;
+  (void)cudaDriverGetVersion(&driver);
+  if (driver != 0 && driver < cuda_version)  // the runtime would only say "invalid argument"
+    throw cuda_error(cudaErrorInsufficientDriver, call,
+                     std::string(symbol) + " needs a CUDA " + version_text(cuda_version) +
+                         " driver; this driver supports CUDA " + version_text(driver),
+                     location(__FILE__, __LINE__));
   void* function = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
   cudaError_t status = cudaGetDriverEntryPointByVersion(
       symbol, &function, static_cast<unsigned>(cuda_version), cudaEnableDefault, &found);
-  std::string call = std::string("cudaGetDriverEntryPointByVersion(\"") + symbol + "\", " +
-                     version_text(cuda_version) + ")";
   if (status != cudaSuccess) throw_error(status, call, __FILE__, __LINE__);
   if (found == cudaDriverEntryPointSuccess && function)
     return reinterpret_cast<Function>(function);
-  int driver = 0;
-  (void)cudaDriverGetVersion(&driver);
   if (found == cudaDriverEntryPointVersionNotSufficent)
     throw cuda_error(cudaErrorSymbolNotFound, call,
                      std::string(symbol) + " exists in this driver only in an ABI newer than CUDA " +
                          version_text(cuda_version),
-                     location(__FILE__, __LINE__));
-  if (driver < cuda_version)
-    throw cuda_error(cudaErrorInsufficientDriver, call,
-                     std::string(symbol) + " needs a CUDA " + version_text(cuda_version) +
-                         " driver; this driver supports CUDA " + version_text(driver),
                      location(__FILE__, __LINE__));
   throw cuda_error(cudaErrorSymbolNotFound, call,
                    std::string(symbol) + " is not provided by this CUDA " + version_text(driver) +

@@ -1,0 +1,25 @@
+# Shared by curt's scripts: generator choice and installing missing build dependencies.
+
+curt_generator_args() {
+  if command -v ninja >/dev/null 2>&1; then echo "-G Ninja"; fi
+}
+
+curt_jobs() { nproc 2>/dev/null || echo 2; }
+
+# Installs Debian/Ubuntu packages that are missing (Catch2, Google Benchmark), as root or via sudo.
+curt_install_packages() {
+  local missing=()
+  [ -n "$(find /usr/lib /usr/local/lib /usr/share -name 'Catch2Config.cmake' 2>/dev/null | head -n1)" ] ||
+    missing+=(catch2)
+  [ -n "$(find /usr/lib /usr/local/lib -name 'benchmarkConfig.cmake' 2>/dev/null | head -n1)" ] ||
+    missing+=(libbenchmark-dev)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing missing packages: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "error: please install ${missing[*]} (Catch2 v2.13+ or v3, Google Benchmark)" >&2
+    return 1
+  fi
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The whole GPU check, in one command, for a machine with a CUDA GPU:
+#   configure (Release, sm_90 unless CUDA_ARCH says otherwise), build everything, run every CTest
+#   test (a skipped GPU test counts as a failure here), run every example, run compute-sanitizer
+#   (memcheck with leak check, racecheck, synccheck, initcheck) over the GPU tests and examples,
+#   optionally run the benchmarks (--bench), and print a short summary last.
+#
+#   scripts/gpu-check.sh [--bench] [LOG_DIR]
+# Full logs go to LOG_DIR (default: gpu-check-logs). Exits non-zero on any failure.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$root/scripts/common.sh"
+
+bench=0
+if [ "${1:-}" = "--bench" ]; then bench=1; shift; fi
+logs=$(mkdir -p "${1:-$root/gpu-check-logs}" && cd "${1:-$root/gpu-check-logs}" && pwd)
+build=${BUILD_DIR:-$root/build-gpu}
+jobs=$(curt_jobs)
+summary=()
+failed=0
+
+# step NAME COMMAND...: runs the command with its output in LOG_DIR/NAME.log and notes the result.
+step() {
+  local name=$1 start=$SECONDS result=PASS
+  shift
+  if ! "$@" >"$logs/$name.log" 2>&1; then
+    result=FAIL
+    failed=1
+  fi
+  summary+=("$(printf '%-44s %-4s %5ss' "$name" "$result" $((SECONDS - start)))")
+  echo "[$result] $name ($((SECONDS - start)) s)"
+}
+
+{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
+  nvcc --version | tail -n 2; } >"$logs/machine.txt" 2>&1
+
+step configure cmake -S "$root" -B "$build" $(curt_generator_args) -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}"
+step build cmake --build "$build" -j "$jobs"
+
+# Host-side tests in parallel; GPU tests and examples one at a time (some measure overlap).
+step ctest-host ctest --test-dir "$build" -LE 'gpu|examples' -j "$jobs" --output-on-failure
+step ctest-gpu ctest --test-dir "$build" -L 'gpu|examples' -V --output-on-failure
+if grep -q '\*\*\*Skipped' "$logs/ctest-gpu.log"; then
+  summary+=("$(printf '%-44s %-4s' 'no GPU test skipped' FAIL)")
+  echo "[FAIL] a GPU test or example was skipped on a GPU machine"
+  failed=1
+fi
+
+# The GPU executables, from CTest's own list.
+ctest --test-dir "$build" -L 'gpu|examples' --show-only=json-v1 >"$logs/gpu-tests.json"
+mapfile -t executables < <(python3 -c '
+import json, sys
+for test in json.load(open(sys.argv[1]))["tests"]:
+    print(test["command"][0])' "$logs/gpu-tests.json")
+
+# Under the sanitizer kernels are serialized, so tests tagged [timing] (which check that work
+# overlaps) are left out there; they ran above.
+sanitize() {
+  local tool=$1 exe=$2 args=()
+  [ "$tool" = memcheck ] && args+=(--leak-check full)
+  local filter=()
+  case "$exe" in */tests/gpu/*) filter=("~[timing]") ;; esac
+  compute-sanitizer --tool "$tool" "${args[@]}" --error-exitcode 86 "$exe" "${filter[@]}"
+}
+# Four sanitizer runs at a time share the GPU; one summary line per tool.
+if command -v compute-sanitizer >/dev/null 2>&1; then
+  for tool in memcheck racecheck synccheck initcheck; do
+    start=$SECONDS
+    for exe in "${executables[@]}"; do
+      while [ "$(jobs -rp | wc -l)" -ge 4 ]; do wait -n; done
+      log="$logs/sanitizer-$tool-$(basename "$exe").log"
+      ( sanitize "$tool" "$exe" >"$log" 2>&1 && echo PASS >"$log.result" || echo FAIL >"$log.result" ) &
+    done
+    wait
+    bad=$(grep -l FAIL "$logs"/sanitizer-"$tool"-*.result 2>/dev/null | sed 's#.*/sanitizer-[a-z]*-##; s#\.log\.result##' | tr '\n' ' ')
+    result=PASS
+    if [ -n "$bad" ]; then result=FAIL; failed=1; fi
+    summary+=("$(printf '%-44s %-4s %5ss %s' "sanitizer $tool (${#executables[@]} programs)" "$result" $((SECONDS - start)) "$bad")")
+    echo "[$result] sanitizer $tool $bad"
+  done
+else
+  summary+=("$(printf '%-44s %-4s' 'compute-sanitizer not found' FAIL)")
+  failed=1
+fi
+
+if [ $bench -eq 1 ]; then
+  for exe in "$build"/benchmarks/*_bench; do
+    [ -x "$exe" ] || continue
+    name=$(basename "$exe")
+    step "$name" "$exe" --benchmark_repetitions=10 --benchmark_enable_random_interleaving=true \
+      --benchmark_report_aggregates_only=true \
+      --benchmark_out="$logs/$name.json" --benchmark_out_format=json
+  done
+fi
+
+# One archive of all logs, for callers that can fetch only a few files.
+tar -czf "$logs.tar.gz" -C "$(dirname "$logs")" "$(basename "$logs")" 2>/dev/null
+
+echo
+echo "== curt GPU check: $(head -n 2 "$logs/machine.txt" | tail -n 1)"
+printf '%s\n' "${summary[@]}"
+if [ $failed -eq 0 ]; then echo "== ALL PASSED (logs: $logs)"; else echo "== FAILURES (logs: $logs)"; fi
+exit $failed
