@@ -19,8 +19,14 @@
 
 #include <cuda_runtime_api.h>
 
+#if defined(__GNUC__) || defined(__clang__)
+#  include <cxxabi.h>
+#endif
+
 #include <array>
 #include <cstddef>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -163,10 +169,24 @@ inline unsigned long long volume(dim3 d) {
   return static_cast<unsigned long long>(d.x) * d.y * d.z;
 }
 
-inline std::string describe_launch(const cudaLaunchConfig_t& config, const void* kernel) {
+// The kernel's name as written in the source (demangled where the compiler lets us).
+inline std::string kernel_name(const void* kernel) {
   const char* name = nullptr;
-  if (cudaFuncGetName(&name, kernel) != cudaSuccess || !name) name = "<unknown kernel>";
-  std::string text = std::string("curt::launch(") + name + ", grid " + dims_text(config.gridDim) +
+  if (cudaFuncGetName(&name, kernel) != cudaSuccess || !name) {
+    (void)cudaGetLastError();
+    return "<unknown kernel>";
+  }
+#if defined(__GNUC__) || defined(__clang__)
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> demangled(
+      abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+  if (status == 0 && demangled) return demangled.get();
+#endif
+  return name;
+}
+
+inline std::string describe_launch(const cudaLaunchConfig_t& config, const void* kernel) {
+  std::string text = "curt::launch(" + kernel_name(kernel) + ", grid " + dims_text(config.gridDim) +
                      ", block " + dims_text(config.blockDim) + ", " +
                      std::to_string(config.dynamicSmemBytes) + " B dynamic shared memory";
   for (unsigned i = 0; i < config.numAttrs; ++i) {
@@ -188,6 +208,22 @@ inline std::string describe_launch(const cudaLaunchConfig_t& config, const void*
         break;
       case cudaLaunchAttributePriority:
         text += ", priority " + std::to_string(a.val.priority);
+        break;
+      case cudaLaunchAttributeProgrammaticEvent:
+        text += ", programmatic event";
+        break;
+      case cudaLaunchAttributeLaunchCompletionEvent:
+        text += ", launch completion event";
+        break;
+      case cudaLaunchAttributeMemSyncDomain:
+        text += ", memory sync domain " + std::to_string(static_cast<int>(a.val.memSyncDomain));
+        break;
+      case cudaLaunchAttributeAccessPolicyWindow:
+        text += ", access policy window of " +
+                std::to_string(a.val.accessPolicyWindow.num_bytes) + " B";
+        break;
+      case cudaLaunchAttributePreferredSharedMemoryCarveout:
+        text += ", shared memory carveout " + std::to_string(a.val.sharedMemCarveout) + "%";
         break;
       default:
         text += ", attribute " + std::to_string(static_cast<int>(a.id));
@@ -294,7 +330,7 @@ inline void launch_converted(const cudaLaunchConfig_t& config, void (*kernel)(Pa
                              std::index_sequence<I...>, Args&&... args) {
   // The kernel's parameters by value, in its own types, as <<<>>> would pass them.
   using values_t = std::tuple<std::decay_t<Params>...>;
-  values_t values = values_t(std::forward<Args>(args)...);
+  [[maybe_unused]] values_t values = values_t(std::forward<Args>(args)...);
   void* pointers[sizeof...(Params) + 1] = {static_cast<void*>(&std::get<I>(values))..., nullptr};
   cudaError_t status =
       cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernel), pointers);
@@ -311,10 +347,12 @@ inline void launch(stream_ref stream, const launch_config& config, void (*kernel
   static_assert(sizeof...(Params) == sizeof...(Args),
                 "curt::launch: the number of arguments differs from the kernel's parameters");
   if constexpr (sizeof...(Params) == sizeof...(Args)) {
-    static_assert(detail::check_arguments<std::tuple<Params...>, std::tuple<Args&&...>>(
-        std::index_sequence_for<Params...>{}));
-    detail::launch_converted(config.native(stream.get()), kernel,
-                             std::index_sequence_for<Params...>{}, std::forward<Args>(args)...);
+    constexpr bool convertible =
+        detail::check_arguments<std::tuple<Params...>, std::tuple<Args&&...>>(
+            std::index_sequence_for<Params...>{});
+    if constexpr (convertible)  // otherwise only curt's static_assert speaks
+      detail::launch_converted(config.native(stream.get()), kernel,
+                               std::index_sequence_for<Params...>{}, std::forward<Args>(args)...);
   }
 }
 
@@ -323,7 +361,10 @@ inline void launch(stream_ref stream, const launch_config& config, void (*kernel
 namespace detail {
 template <class Function, class... Args>
 __global__ void functor_kernel(Function function, Args... args) {
-  function(args...);
+  static_assert(std::is_invocable_v<Function&, Args&...>,
+                "curt::launch: the functor cannot be called with these arguments; see Function "
+                "and Args in the instantiation below");
+  if constexpr (std::is_invocable_v<Function&, Args&...>) function(args...);
 }
 }  // namespace detail
 

@@ -29,7 +29,8 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
-#include <unordered_map>
+#include <map>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -46,18 +47,31 @@ namespace detail {
 // Exceptions thrown by host functions, keyed by stream, until that stream is synchronized.
 // `pending` lets synchronize() skip the lock when no host function has ever failed.
 struct host_error_table {
+  // The stream, with the submitting thread for the per-thread default stream (one handle value
+  // that names a different stream on each thread).
+  using key = std::pair<cudaStream_t, std::thread::id>;
+
+  static key key_of(cudaStream_t stream) {
+#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
+    if (stream == nullptr) stream = cudaStreamPerThread;
+#else
+    if (stream == nullptr) stream = cudaStreamLegacy;  // 0 is the legacy default stream
+#endif
+    return {stream, stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id()};
+  }
+
   std::mutex mutex;
-  std::unordered_map<cudaStream_t, std::exception_ptr> errors;
+  std::map<key, std::exception_ptr> errors;
   std::atomic<int> pending{0};
 
-  void store(cudaStream_t stream, std::exception_ptr error) {
+  void store(const key& k, std::exception_ptr error) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (errors.emplace(stream, std::move(error)).second) pending.fetch_add(1);
+    if (errors.emplace(k, std::move(error)).second) pending.fetch_add(1);
   }
   std::exception_ptr take(cudaStream_t stream) {
     if (pending.load(std::memory_order_acquire) == 0) return nullptr;
     std::lock_guard<std::mutex> lock(mutex);
-    auto it = errors.find(stream);
+    auto it = errors.find(key_of(stream));
     if (it == errors.end()) return nullptr;
     std::exception_ptr error = std::move(it->second);
     errors.erase(it);
@@ -66,15 +80,16 @@ struct host_error_table {
   }
 };
 
+// Never destroyed: streams with static storage may be destroyed after it would have been.
 inline host_error_table& host_errors() {
-  static host_error_table table;
-  return table;
+  static host_error_table* table = new host_error_table;
+  return *table;
 }
 
 template <class F>
 struct host_task {
   F function;
-  cudaStream_t stream;
+  host_error_table::key stream;
 
   static void CUDART_CB run(void* self) noexcept {
     std::unique_ptr<host_task> task(static_cast<host_task*>(self));
@@ -124,8 +139,8 @@ class stream_ref {
   /// The calling thread's default stream.
   static stream_ref per_thread_default() noexcept { return stream_ref(cudaStreamPerThread); }
 
-  cudaStream_t get() const noexcept { return handle_; }
-  operator cudaStream_t() const noexcept { return handle_; }  // NOLINT: for Thrust, CUB, raw calls
+  constexpr cudaStream_t get() const noexcept { return handle_; }
+  constexpr operator cudaStream_t() const noexcept { return handle_; }  // NOLINT: for Thrust, CUB, raw calls
 
 #ifdef CURT_HAS_CCCL_STREAM_REF
   /// The same stream as CCCL's cuda::stream_ref.
@@ -167,7 +182,7 @@ class stream_ref {
   template <class F>
   void host_call(F&& function) const {
     using task = detail::host_task<std::decay_t<F>>;
-    auto* t = new task{std::forward<F>(function), handle_};
+    auto* t = new task{std::forward<F>(function), detail::host_error_table::key_of(handle_)};
     cudaError_t status = cudaLaunchHostFunc(handle_, &task::run, t);
     if (CURT_UNLIKELY(status != cudaSuccess)) {
       delete t;
@@ -241,8 +256,8 @@ class stream_ref {
     return attribute(cudaStreamAttributeMemSyncDomainMap, "memory sync domain map").memSyncDomainMap;
   }
 
-  friend bool operator==(stream_ref a, stream_ref b) noexcept { return a.handle_ == b.handle_; }
-  friend bool operator!=(stream_ref a, stream_ref b) noexcept { return a.handle_ != b.handle_; }
+  // Comparisons go through the conversion to cudaStream_t, so refs, owners and native handles
+  // compare with each other alike.
 
  protected:
   void set_attribute(cudaStreamAttrID id, const cudaStreamAttrValue& value, const char* what) const {
