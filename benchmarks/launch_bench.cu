@@ -13,6 +13,8 @@
 // and, one per iteration: stream_create_destroy/... and event_create_destroy/... (raw vs RAII).
 // GPU side (UseManualTime, CUDA events): gpu_time/saxpy/... a 1M-element saxpy through the raw API
 // and through curt; the GPU does the same work, so the times should match.
+// paired/...: raw and curt alternate batch by batch in one benchmark (see "Paired host cost");
+// the most precise measure of curt's host overhead, since machine drift hits both alike.
 //
 // Run the variants interleaved and report medians:
 //   launch_bench --benchmark_enable_random_interleaving=true --benchmark_repetitions=10
@@ -454,6 +456,116 @@ void gpu_time_curt(benchmark::State& state) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Paired host cost: raw and curt alternate batch by batch inside one benchmark, so drift in the
+// machine's speed (the main noise between separately run benchmarks) hits both alike. Each batch
+// is kPairBatch submissions, short enough that the GPU keeps up and the queue never throttles
+// the host; only the submissions are timed. Reported per operation: raw_ns and curt_ns (medians
+// over the batches of the run) and curt_over_raw (median of the per-pair ratios).
+
+constexpr int kPairBatch = 32;
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const std::size_t half = values.size() / 2;
+  return values.size() % 2 ? values[half] : (values[half - 1] + values[half]) / 2.0;
+}
+
+template <class Raw, class Curt>
+void paired(benchmark::State& state, Raw raw_batch, Curt curt_batch) {
+  std::vector<double> raw_ns, curt_ns, ratio;
+  auto timed = [&](auto&& batch) {
+    const auto start = std::chrono::steady_clock::now();
+    batch();
+    const auto stop = std::chrono::steady_clock::now();
+    g->stream.synchronize();  // not timed: the next batch starts on an idle queue
+    return std::chrono::duration<double, std::nano>(stop - start).count() / kPairBatch;
+  };
+  bool raw_first = true;
+  for (auto _ : state) {
+    (void)_;
+    double r = 0.0, c = 0.0;
+    if (raw_first) {
+      r = timed(raw_batch);
+      c = timed(curt_batch);
+    } else {
+      c = timed(curt_batch);
+      r = timed(raw_batch);
+    }
+    raw_first = !raw_first;
+    if (!ok(state, cudaGetLastError())) return;
+    raw_ns.push_back(r);
+    curt_ns.push_back(c);
+    ratio.push_back(c / r);
+  }
+  state.SetItemsProcessed(state.iterations() * 2 * kPairBatch);
+  state.counters["raw_ns"] = median_of(raw_ns);
+  state.counters["curt_ns"] = median_of(curt_ns);
+  state.counters["curt_over_raw"] = median_of(ratio);
+}
+
+template <feature F>
+void paired_launch_empty(benchmark::State& state) {
+  const raw_launch raw(g->stream, F);
+  const curt::launch_config config = curt_config(F);
+  const curt::stream_ref stream = g->stream;
+  paired(
+      state,
+      [&] {
+        for (int i = 0; i < kPairBatch; ++i) (void)cudaLaunchKernelEx(&raw.config, empty_kernel);
+      },
+      [&] {
+        for (int i = 0; i < kPairBatch; ++i) curt::launch(stream, config, empty_kernel);
+      });
+}
+
+void paired_launch_args(benchmark::State& state) {
+  const raw_launch raw(g->stream, feature::plain);
+  const curt::launch_config config = curt_config(feature::plain);
+  const curt::stream_ref stream = g->stream;
+  float* data = g->args_buffer.get();
+  int n = 1;
+  float value = 2.0f;
+  paired(
+      state,
+      [&] {
+        for (int i = 0; i < kPairBatch; ++i)
+          (void)cudaLaunchKernelEx(&raw.config, args_kernel, data, n, value);
+      },
+      [&] {
+        for (int i = 0; i < kPairBatch; ++i) curt::launch(stream, config, args_kernel, data, n, value);
+      });
+}
+
+void paired_event_record(benchmark::State& state) {
+  const curt::event event(g->device);  // no timing
+  const cudaStream_t stream = g->stream;
+  paired(
+      state,
+      [&] {
+        for (int i = 0; i < kPairBatch; ++i) (void)cudaEventRecord(event.get(), stream);
+      },
+      [&] {
+        for (int i = 0; i < kPairBatch; ++i) event.record(stream);
+      });
+}
+
+void paired_stream_wait(benchmark::State& state) {
+  const curt::event event(g->device);
+  event.record(g->other);
+  g->other.synchronize();
+  const curt::stream_ref stream = g->stream;
+  paired(
+      state,
+      [&] {
+        for (int i = 0; i < kPairBatch; ++i) (void)cudaStreamWaitEvent(stream, event.get(), 0);
+      },
+      [&] {
+        for (int i = 0; i < kPairBatch; ++i) stream.wait(event);
+      });
+}
+
+// ---------------------------------------------------------------------------------------------
 // Registration, warm-up, summary
 
 using benchmark_function = void (*)(benchmark::State&);
@@ -499,6 +611,12 @@ void register_benchmarks() {
   add("event_create_destroy/curt", event_create_curt, 1);
   add("gpu_time/saxpy/raw", gpu_time_raw, 1, true);
   add("gpu_time/saxpy/curt", gpu_time_curt, 1, true);
+  add("paired/launch/empty", paired_launch_empty<feature::plain>, 2 * kPairBatch);
+  add("paired/launch/cluster2", paired_launch_empty<feature::cluster>, 2 * kPairBatch);
+  add("paired/launch/pdl", paired_launch_empty<feature::pdl>, 2 * kPairBatch);
+  add("paired/launch/args", paired_launch_args, 2 * kPairBatch);
+  add("paired/event_record/no_timing", paired_event_record, 2 * kPairBatch);
+  add("paired/stream_wait_event", paired_stream_wait, 2 * kPairBatch);
 }
 
 // The first launch of each kernel loads it (lazy module loading): do that before measuring.
@@ -545,6 +663,18 @@ class summary_reporter : public benchmark::ConsoleReporter {
       auto submit = run.counters.find("submit_ns");
       const double submit_ns = submit == run.counters.end() ? -1.0 : submit->second.value;
       result& r = results_[run.run_name.function_name];
+      const bool median_run = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      if (median_run || run.run_type == Run::RT_Iteration) {
+        for (const char* counter : {"raw_ns", "curt_ns", "curt_over_raw"}) {
+          auto it = run.counters.find(counter);
+          if (it == run.counters.end()) continue;
+          statistic& st = r.paired[counter];
+          if (median_run)
+            st.median = it->second.value;
+          else
+            st.samples.push_back(it->second.value);
+        }
+      }
       if (run.run_type == Run::RT_Aggregate) {
         if (run.aggregate_name == "median") {
           r.time.median = ns;
@@ -578,6 +708,25 @@ class summary_reporter : public benchmark::ConsoleReporter {
     print_table("launch", true, "variant", "median ns/launch");
     std::printf("\n");
     print_table("launch", false, "operation", "median ns/op");
+    print_paired();
+  }
+
+  // The paired benchmarks: raw and curt host cost per operation, measured alternately.
+  void print_paired() const {
+    std::printf("\npaired host cost (raw and curt alternating, %d submissions per batch, "
+                "medians)\n\n%-30s | %10s | %10s | %13s\n", kPairBatch, "operation", "raw ns",
+                "curt ns", "curt / raw");
+    std::printf("%s\n", std::string(72, '-').c_str());
+    for (const auto& entry : results_) {
+      if (entry.first.compare(0, 7, "paired/") != 0) continue;
+      auto value = [&](const char* counter) {
+        auto it = entry.second.paired.find(counter);
+        return it == entry.second.paired.end() ? -1.0 : it->second.value();
+      };
+      std::printf("%-30s | %10s | %10s | %13s\n", entry.first.c_str() + 7,
+                  number(value("raw_ns"), "%.1f").c_str(), number(value("curt_ns"), "%.1f").c_str(),
+                  number(value("curt_over_raw"), "%.3f").c_str());
+    }
   }
 
  private:
@@ -596,6 +745,7 @@ class summary_reporter : public benchmark::ConsoleReporter {
   struct result {
     statistic time;    // real (or GPU) time per iteration, ns
     statistic submit;  // submit_ns: host submission time per operation, ns
+    std::map<std::string, statistic> paired;  // raw_ns, curt_ns, curt_over_raw
     long long repetitions = 0;
   };
 
@@ -632,7 +782,8 @@ class summary_reporter : public benchmark::ConsoleReporter {
     std::vector<std::string> names;  // alphabetical: the variants of a group stay together
     for (const auto& entry : results_) {
       const bool member = entry.first.compare(0, family.size() + 1, family + "/") == 0;
-      if (member == in_family) names.push_back(entry.first);
+      const bool paired_run = entry.first.compare(0, 7, "paired/") == 0;  // its own table
+      if (member == in_family && !paired_run) names.push_back(entry.first);
     }
     if (names.empty()) return;
     std::size_t width = std::string(first_header).size();

@@ -10,22 +10,21 @@
 // Checks that need work to be still running either hold the stream at a host function (certain) or
 // are made only when the host measured that the kernel cannot have finished yet.
 #include <catch.hpp>
+#include <device_array.hpp>
 #include <expect.hpp>
+#include <host_helpers.hpp>
 
 #include <curt/device.hpp>
 #include <curt/event.hpp>
 #include <curt/stream.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <initializer_list>
 #include <iterator>
-#include <memory>
 #include <random>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -33,6 +32,9 @@
 namespace {
 
 using namespace std::chrono_literals;
+using curt_test::destructor_error_counter;
+using curt_test::device_array;
+using curt_test::host_gate;
 
 __device__ unsigned long long global_ns() {
   unsigned long long t;
@@ -68,79 +70,6 @@ std::chrono::microseconds random_spin(std::chrono::milliseconds base) {
 constexpr curt::event_duration timer_slack{0.01f};  // 10 us
 // Not a performance test: only absurd times fail (a sanitizer makes launches slow).
 constexpr curt::event_duration absurd{10'000.0f};
-
-template <class T>
-class device_buffer {
- public:
-  explicit device_buffer(std::size_t n) : n_(n) { CURT_CHECK(cudaMalloc(&p_, n * sizeof(T))); }
-  ~device_buffer() {
-    if (p_) (void)cudaFree(p_);
-  }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
-  T* get() const { return p_; }
-  std::size_t bytes() const { return n_ * sizeof(T); }
-  // Through the legacy stream and waited for: work on non-blocking streams is not ordered after a
-  // plain cudaMemset or pageable cudaMemcpy, which may return before the device is done.
-  void poison() const {
-    CURT_CHECK(cudaMemsetAsync(p_, 0xFF, bytes(), cudaStreamLegacy));
-    CURT_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
-  }
-  void upload(const std::vector<T>& v) const {
-    REQUIRE(v.size() == n_);
-    CURT_CHECK(cudaMemcpyAsync(p_, v.data(), bytes(), cudaMemcpyHostToDevice, cudaStreamLegacy));
-    CURT_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
-  }
-  // Only once the work that writes the buffer is known to be done.
-  std::vector<T> download() const {
-    std::vector<T> v(n_);
-    CURT_CHECK(cudaMemcpy(v.data(), p_, bytes(), cudaMemcpyDeviceToHost));
-    return v;
-  }
-
- private:
-  T* p_ = nullptr;
-  std::size_t n_;
-};
-
-// Counts errors that destructors report instead of throwing (a double destroy would be one).
-std::atomic<int> destructor_errors{0};
-void count_destructor_error(const curt::cuda_error&) noexcept { destructor_errors.fetch_add(1); }
-class destructor_error_counter {
- public:
-  destructor_error_counter() : previous_(curt::set_destructor_error_handler(&count_destructor_error)) {
-    destructor_errors = 0;
-  }
-  ~destructor_error_counter() { curt::set_destructor_error_handler(previous_); }
-  destructor_error_counter(const destructor_error_counter&) = delete;
-  destructor_error_counter& operator=(const destructor_error_counter&) = delete;
-  int count() const { return destructor_errors.load(); }
-
- private:
-  curt::destructor_error_handler previous_;
-};
-
-// Holds a stream at a host function until open() (or a 30 s safety timeout). Declare it after
-// the streams and buffers a test uses: its destructor opens it first.
-class host_gate {
- public:
-  host_gate() : open_(std::make_shared<std::atomic<bool>>(false)) {}
-  ~host_gate() { open(); }
-  host_gate(const host_gate&) = delete;
-  host_gate& operator=(const host_gate&) = delete;
-  void block(curt::stream_ref s) const {
-    std::shared_ptr<std::atomic<bool>> flag = open_;
-    s.host_call([flag] {
-      auto deadline = std::chrono::steady_clock::now() + 30s;
-      while (!flag->load() && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(50us);
-    });
-  }
-  void open() const { open_->store(true); }
-
- private:
-  std::shared_ptr<std::atomic<bool>> open_;
-};
 
 struct named_flags {
   curt::event_flags flags;
@@ -190,7 +119,7 @@ TEST_CASE("events of every allowed flag combination record, synchronize and quer
   curt::device d(0);
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   curt::stream s(d);
-  device_buffer<unsigned long long> spun(1);
+  device_array<unsigned long long> spun(1);
   spun.poison();
   for (const named_flags& f : allowed_flags) {
     INFO("flags " << f.name);
@@ -306,7 +235,7 @@ TEST_CASE("elapsed() times a spinning kernel, as cudaEventElapsedTime does, in c
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   curt::stream s(d);
   curt::event start(d, curt::event_flags::timing), stop(d, curt::event_flags::timing);
-  device_buffer<unsigned long long> spun(1);
+  device_array<unsigned long long> spun(1);
   spun.poison();
 
   std::chrono::microseconds spin = random_spin(5ms);
@@ -502,7 +431,7 @@ TEST_CASE("a stream waits on an event recorded on another stream") {
   int n = curt_test::random_ints(1, 2000, 6000)[0];
   std::vector<float> x = curt_test::random_floats(static_cast<std::size_t>(n), 1.0f, 2.0f);
   float a = curt_test::random_floats(1, 0.5f, 2.0f)[0], b = curt_test::random_floats(1, 0.5f, 2.0f)[0];
-  device_buffer<float> dx(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n)),
+  device_array<float> dx(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n)),
       z(static_cast<std::size_t>(n));
   dx.upload(x);
   y.poison();

@@ -2,6 +2,7 @@
 // distributed shared memory, programmatic dependent launch, cooperative grids, refused
 // configurations and their messages, and the other launch attributes.
 #include <catch.hpp>
+#include <device_array.hpp>
 #include <expect.hpp>
 
 #include <curt/event.hpp>
@@ -24,54 +25,9 @@ namespace cg = cooperative_groups;
 
 namespace {
 
-// A device array over raw cudaMalloc/cudaFree, poisoned (all bytes 0xFF) when made. Every copy
-// and fill waits for the device, so ordering against work on non-blocking streams is explicit.
-template <class T>
-class device_array {
- public:
-  explicit device_array(std::size_t n) : n_(n) {
-    CURT_CHECK(cudaMalloc(&data_, bytes()));
-    poison();
-  }
-  explicit device_array(const std::vector<T>& values) : device_array(values.size()) {
-    upload(values);
-  }
-  ~device_array() {
-    curt::detail::check_noexcept(cudaFree(data_), "cudaFree(test array)", __FILE__, __LINE__);
-  }
-  device_array(const device_array&) = delete;
-  device_array& operator=(const device_array&) = delete;
-
-  T* get() const noexcept { return data_; }
-  std::size_t size() const noexcept { return n_; }
-  std::size_t bytes() const noexcept { return n_ * sizeof(T); }
-
-  void poison() {
-    CURT_CHECK(cudaDeviceSynchronize());
-    CURT_CHECK(cudaMemset(data_, 0xFF, bytes()));
-    CURT_CHECK(cudaDeviceSynchronize());
-  }
-  void upload(const std::vector<T>& values) {
-    REQUIRE(values.size() == n_);
-    CURT_CHECK(cudaDeviceSynchronize());
-    CURT_CHECK(cudaMemcpy(data_, values.data(), bytes(), cudaMemcpyHostToDevice));
-    CURT_CHECK(cudaDeviceSynchronize());
-  }
-  std::vector<T> download() const {
-    std::vector<T> values(n_);
-    CURT_CHECK(cudaDeviceSynchronize());
-    CURT_CHECK(cudaMemcpy(values.data(), data_, bytes(), cudaMemcpyDeviceToHost));
-    return values;
-  }
-
- private:
-  T* data_ = nullptr;
-  std::size_t n_;
-};
+using curt_test::device_array;
 
 int random_int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(curt_test::rng()); }
-
-unsigned ceil_div(std::size_t n, unsigned d) { return static_cast<unsigned>((n + d - 1) / d); }
 
 // ---------------------------------------------------------------------------------------------
 // Kernels
@@ -245,7 +201,7 @@ void require_saxpy_works(curt::stream_ref s, const curt::launch_config& base = {
   saxpy_case c(static_cast<std::size_t>(random_int(1000, 5000)));
   device_array<float> x(c.x), y(c.y), out(c.n);
   curt::launch_config config = base;
-  config.grid(dim3(ceil_div(c.n, 128))).block(dim3(128));
+  config.grid(dim3(curt::ceil_div(c.n, 128))).block(dim3(128));
   curt::launch(s, config, saxpy, c.a, x.get(), y.get(), out.get(), c.n);
   s.synchronize();
   require_close(out.download(), c.expected);
@@ -352,8 +308,8 @@ void run_device_lambda(curt::stream_ref s, const float* x, float* out, int n, fl
     int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
     if (i < count) o[i] = scale * x[i] + offset;
   };
-  curt::launch(s, curt::launch_config(dim3(ceil_div(std::size_t(n), 96)), dim3(96)), kernel, out,
-               n);
+  curt::launch(s, curt::launch_config(dim3(curt::ceil_div(std::size_t(n), 96)), dim3(96)), kernel,
+               out, n);
 }
 
 }  // namespace launch_test
@@ -366,7 +322,7 @@ TEST_CASE("a __global__ kernel computes saxpy, with converting arguments") {
                static_cast<std::size_t>(random_int(0, 254)));
   REQUIRE(c.n % 256 != 0);
   device_array<float> x(c.x), y(c.y), out(c.n);
-  const unsigned grid = ceil_div(c.n, 256);
+  const unsigned grid = curt::ceil_div(c.n, 256);
   curt::launch(s, curt::launch_config(dim3(grid), dim3(256)), saxpy, c.a, x.get(), y.get(),
                out.get(), c.n);
   s.synchronize();
@@ -412,7 +368,7 @@ TEST_CASE("a device lambda and a functor run as kernels") {
   require_close(out.download(), expected);
 
   out.poison();
-  curt::launch(s, curt::launch_config(dim3(ceil_div(std::size_t(n), 128)), dim3(128)),
+  curt::launch(s, curt::launch_config(dim3(curt::ceil_div(std::size_t(n), 128)), dim3(128)),
                affine{scale, offset}, d_x.get(), out.get(), n);
   s.synchronize();
   require_close(out.download(), expected);
@@ -420,7 +376,7 @@ TEST_CASE("a device lambda and a functor run as kernels") {
   // An lvalue functor and a const one work the same.
   out.poison();
   const affine f{scale, offset};
-  curt::launch(s, curt::launch_config(dim3(ceil_div(std::size_t(n), 64)), dim3(64)), f,
+  curt::launch(s, curt::launch_config(dim3(curt::ceil_div(std::size_t(n), 64)), dim3(64)), f,
                static_cast<const float*>(d_x.get()), out.get(), n);
   s.synchronize();
   require_close(out.download(), expected);
@@ -675,7 +631,7 @@ TEST_CASE("the other launch attributes are accepted by real launches") {
     window.bytes = std::min(x.bytes(), static_cast<std::size_t>(dev.access_policy_max_window_size()));
     window.hit_ratio = 0.6f;
     REQUIRE(window.bytes > 0);
-    curt::launch_config config(dim3(ceil_div(c.n, 256)), dim3(256));
+    curt::launch_config config(dim3(curt::ceil_div(c.n, 256)), dim3(256));
     config.access_policy_window(window);
     REQUIRE(config.find(cudaLaunchAttributeAccessPolicyWindow) != nullptr);
     curt::launch(s, config, saxpy, c.a, x.get(), y.get(), out.get(), c.n);
@@ -686,7 +642,7 @@ TEST_CASE("the other launch attributes are accepted by real launches") {
     saxpy_case c(static_cast<std::size_t>(random_int(100000, 200000)));
     device_array<float> x(c.x), y(c.y), out(c.n);
     curt::event started(dev), triggered(dev);
-    curt::launch(s, curt::launch_config(dim3(ceil_div(c.n, 256)), dim3(256)).launch_completion_event(started),
+    curt::launch(s, curt::launch_config(dim3(curt::ceil_div(c.n, 256)), dim3(256)).launch_completion_event(started),
                  saxpy, c.a, x.get(), y.get(), out.get(), c.n);
     started.synchronize();
     s.synchronize();
@@ -694,7 +650,7 @@ TEST_CASE("the other launch attributes are accepted by real launches") {
     CHECK(started.ready());
 
     out.poison();
-    curt::launch(s, curt::launch_config(dim3(ceil_div(c.n, 256)), dim3(256)).programmatic_event(triggered),
+    curt::launch(s, curt::launch_config(dim3(curt::ceil_div(c.n, 256)), dim3(256)).programmatic_event(triggered),
                  saxpy, c.a, x.get(), y.get(), out.get(), c.n);
     triggered.synchronize();
     s.synchronize();
@@ -703,7 +659,7 @@ TEST_CASE("the other launch attributes are accepted by real launches") {
 
     // Triggered at each block's start instead.
     out.poison();
-    curt::launch(s, curt::launch_config(dim3(ceil_div(c.n, 256)), dim3(256)).programmatic_event(triggered, true),
+    curt::launch(s, curt::launch_config(dim3(curt::ceil_div(c.n, 256)), dim3(256)).programmatic_event(triggered, true),
                  saxpy, c.a, x.get(), y.get(), out.get(), c.n);
     triggered.synchronize();
     s.synchronize();

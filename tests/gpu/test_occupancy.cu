@@ -1,6 +1,7 @@
 // Kernel attributes and occupancy against the raw runtime calls for the same kernel and arguments,
 // and the attribute setters against what cudaFuncGetAttributes reads back.
 #include <catch.hpp>
+#include <device_array.hpp>
 #include <expect.hpp>
 
 #include <curt/launch.hpp>
@@ -17,37 +18,7 @@ namespace cg = cooperative_groups;
 
 namespace {
 
-template <class T>
-class device_array {
- public:
-  explicit device_array(std::size_t n) : n_(n) {
-    CURT_CHECK(cudaMalloc(&data_, bytes()));
-    CURT_CHECK(cudaMemset(data_, 0xFF, bytes()));  // poison
-    CURT_CHECK(cudaDeviceSynchronize());
-  }
-  explicit device_array(const std::vector<T>& values) : device_array(values.size()) {
-    CURT_CHECK(cudaMemcpy(data_, values.data(), bytes(), cudaMemcpyHostToDevice));
-    CURT_CHECK(cudaDeviceSynchronize());
-  }
-  ~device_array() {
-    curt::detail::check_noexcept(cudaFree(data_), "cudaFree(test array)", __FILE__, __LINE__);
-  }
-  device_array(const device_array&) = delete;
-  device_array& operator=(const device_array&) = delete;
-
-  T* get() const noexcept { return data_; }
-  std::size_t bytes() const noexcept { return n_ * sizeof(T); }
-  std::vector<T> download() const {
-    std::vector<T> values(n_);
-    CURT_CHECK(cudaDeviceSynchronize());
-    CURT_CHECK(cudaMemcpy(values.data(), data_, bytes(), cudaMemcpyDeviceToHost));
-    return values;
-  }
-
- private:
-  T* data_ = nullptr;
-  std::size_t n_;
-};
+using curt_test::device_array;
 
 int random_int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(curt_test::rng()); }
 

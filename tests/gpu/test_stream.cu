@@ -11,7 +11,9 @@
 // reports those calls unless run with --report-api-errors no, so a sanitizer run may leave them out
 // with the filter "~[api-error]".
 #include <catch.hpp>
+#include <device_array.hpp>
 #include <expect.hpp>
+#include <host_helpers.hpp>
 
 #include <curt/device.hpp>
 #include <curt/event.hpp>
@@ -21,7 +23,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -33,6 +34,9 @@
 namespace {
 
 using namespace std::chrono_literals;
+using curt_test::destructor_error_counter;
+using curt_test::device_array;
+using curt_test::host_gate;
 
 // ---- device side ------------------------------------------------------------------------------
 
@@ -81,42 +85,6 @@ float affine(float x, float a, float b) { return a * x + b; }
 float square_plus_ref(float v, float c) { return v * v + c; }
 
 template <class T>
-class device_buffer {
- public:
-  explicit device_buffer(std::size_t n) : n_(n) { CURT_CHECK(cudaMalloc(&p_, n * sizeof(T))); }
-  ~device_buffer() {
-    if (p_) (void)cudaFree(p_);
-  }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
-  T* get() const { return p_; }
-  std::size_t size() const { return n_; }
-  std::size_t bytes() const { return n_ * sizeof(T); }
-  // poison() and upload() go through the legacy default stream and wait for it: cudaMemset and
-  // a cudaMemcpy from pageable memory may return before the device has finished them, and work on
-  // non-blocking streams is not ordered after them.
-  void poison() const {
-    CURT_CHECK(cudaMemsetAsync(p_, 0xFF, bytes(), cudaStreamLegacy));
-    CURT_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
-  }
-  void upload(const std::vector<T>& v) const {
-    REQUIRE(v.size() == n_);
-    CURT_CHECK(cudaMemcpyAsync(p_, v.data(), bytes(), cudaMemcpyHostToDevice, cudaStreamLegacy));
-    CURT_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
-  }
-  // Call only once the work that writes the buffer is known to be done.
-  std::vector<T> download() const {
-    std::vector<T> v(n_);
-    CURT_CHECK(cudaMemcpy(v.data(), p_, bytes(), cudaMemcpyDeviceToHost));
-    return v;
-  }
-
- private:
-  T* p_ = nullptr;
-  std::size_t n_;
-};
-
-template <class T>
 class pinned_buffer {
  public:
   explicit pinned_buffer(std::size_t n) : n_(n) {
@@ -154,46 +122,6 @@ void require_equal(const std::vector<float>& got, const std::vector<float>& want
 int random_size() { return curt_test::random_ints(1, 3000, 9000)[0]; }
 float random_coefficient() { return curt_test::random_floats(1, 0.5f, 2.0f)[0]; }
 
-// Counts errors that destructors report instead of throwing (a double destroy would be one).
-std::atomic<int> destructor_errors{0};
-void count_destructor_error(const curt::cuda_error&) noexcept { destructor_errors.fetch_add(1); }
-class destructor_error_counter {
- public:
-  destructor_error_counter() : previous_(curt::set_destructor_error_handler(&count_destructor_error)) {
-    destructor_errors = 0;
-  }
-  ~destructor_error_counter() { curt::set_destructor_error_handler(previous_); }
-  destructor_error_counter(const destructor_error_counter&) = delete;
-  destructor_error_counter& operator=(const destructor_error_counter&) = delete;
-  int count() const { return destructor_errors.load(); }
-
- private:
-  curt::destructor_error_handler previous_;
-};
-
-// Holds a stream at a host function until open() (or a 30 s safety timeout), so the stream is
-// certainly busy however fast or slow the device is. Declare it after the buffers and streams a
-// test uses: its destructor opens it first.
-class host_gate {
- public:
-  host_gate() : open_(std::make_shared<std::atomic<bool>>(false)) {}
-  ~host_gate() { open(); }
-  host_gate(const host_gate&) = delete;
-  host_gate& operator=(const host_gate&) = delete;
-  void block(curt::stream_ref s) const {
-    std::shared_ptr<std::atomic<bool>> flag = open_;
-    s.host_call([flag] {
-      auto deadline = std::chrono::steady_clock::now() + 30s;
-      while (!flag->load() && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(50us);
-    });
-  }
-  void open() const { open_->store(true); }
-
- private:
-  std::shared_ptr<std::atomic<bool>> open_;
-};
-
 unsigned raw_stream_flags(cudaStream_t s) {
   unsigned flags = 0;
   REQUIRE(cudaStreamGetFlags(s, &flags) == cudaSuccess);
@@ -229,7 +157,7 @@ void check_cross_stream_order(curt::stream_ref producer, curt::stream_ref consum
   int n = random_size();
   std::vector<float> x = curt_test::random_floats(std::size_t(n), 1.0f, 2.0f);
   float a = random_coefficient(), b = random_coefficient(), c = random_coefficient();
-  device_buffer<float> dx(static_cast<std::size_t>(n)), data(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
+  device_array<float> dx(static_cast<std::size_t>(n)), data(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
   dx.upload(x);
   data.poison();
   out.poison();
@@ -368,7 +296,7 @@ TEST_CASE("from_native_handle adopts a raw stream and release() gives it back") 
     int n = random_size();
     std::vector<float> x = curt_test::random_floats(std::size_t(n), 1.0f, 2.0f);
     float c = random_coefficient();
-    device_buffer<float> dx(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
+    device_array<float> dx(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
     dx.upload(x);
     out.poison();
     square_plus<<<blocks_for(n), block_size, 0, adopted>>>(dx.get(), out.get(), n, c);
@@ -446,7 +374,7 @@ TEST_CASE("work on one stream runs in submission order") {
   int n = random_size();
   std::vector<float> x = curt_test::random_floats(std::size_t(n), 1.0f, 2.0f);
   float a = random_coefficient(), b = random_coefficient();
-  device_buffer<float> dx(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n));
+  device_array<float> dx(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n));
   pinned_buffer<float> back(static_cast<std::size_t>(n));
 
   // Everything asynchronous on s: upload, poison, slow kernel A, kernel B reading A's output,
@@ -571,7 +499,7 @@ TEST_CASE("host_call runs after the work before it and before the work after it"
   std::vector<float> x = curt_test::random_floats(std::size_t(n), 1.0f, 2.0f);
   float a = random_coefficient(), b = random_coefficient(), c = random_coefficient();
   float scale = random_coefficient(), shift = random_coefficient();
-  device_buffer<float> dx(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n)), z(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
+  device_array<float> dx(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n)), z(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
   dx.upload(x);
   y.poison();
   z.poison();
@@ -732,7 +660,7 @@ TEST_CASE("an access-policy window round-trips and reset removes it") {
   CHECK(s.get_access_policy_window().bytes == 0u);
 
   int n = 1 << 18;  // 1 MiB of floats
-  device_buffer<float> dx(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n));
+  device_array<float> dx(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n));
   std::vector<float> x = curt_test::random_floats(std::size_t(n), 1.0f, 2.0f);
   dx.upload(x);
   y.poison();
@@ -828,7 +756,7 @@ TEST_CASE("the legacy and per-thread default streams run work and synchronize") 
     int n = random_size();
     std::vector<float> x = curt_test::random_floats(std::size_t(n), 1.0f, 2.0f);
     float a = random_coefficient(), b = random_coefficient();
-    device_buffer<float> dx(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n));
+    device_array<float> dx(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n));
     pinned_buffer<float> back(static_cast<std::size_t>(n));
     dx.upload(x);
     y.poison();
