@@ -172,6 +172,10 @@ inline const cudaDeviceProp& cached_properties(int ordinal) {
   };
   static const int count = device_count();
   static const std::unique_ptr<entry[]> table(new entry[count > 0 ? count : 1]);
+  if (ordinal < 0 || ordinal >= count)
+    throw cuda_error(cudaErrorInvalidDevice,
+                     "cudaGetDeviceProperties(device " + std::to_string(ordinal) + ")",
+                     std::to_string(count) + " CUDA device(s) visible", location(__FILE__, __LINE__));
   entry& e = table[ordinal];
   std::call_once(e.once, [&] {
     check_with(cudaGetDeviceProperties(&e.properties, ordinal),

@@ -54,3 +54,9 @@ TEST_CASE("UUIDs print in nvidia-smi's form") {
   for (int i = 0; i < 16; ++i) id.bytes[i] = static_cast<unsigned char>(0x10 * (i % 16) + i % 7);
   CHECK(id.to_string() == "GPU-00112233-4455-6670-8192-a3b4c5d6e0f1");
 }
+
+TEST_CASE("properties of an unchecked ordinal past the device count are an error, not a read") {
+  curt::device unchecked = curt::device::from_ordinal_unchecked(curt::device_count() + 2);
+  curt_test::require_cuda_error([&] { (void)unchecked.properties(); }, cudaErrorInvalidDevice,
+                                {"cudaGetDeviceProperties(device", "CUDA device(s) visible"});
+}
