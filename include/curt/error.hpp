@@ -158,7 +158,10 @@ inline std::string location(const char* file, int line) {
   return file ? std::string(file) + ":" + std::to_string(line) : std::string();
 }
 
-[[noreturn]] CURT_COLD inline void throw_error(std::error_code code, std::string call, std::string where) {
+/// The one throw path: attaches the driver log, clears the thread's last error and picks the
+/// exception type. `explanation` is curt's own word on the failure, when it has one.
+[[noreturn]] CURT_COLD inline void throw_error(std::error_code code, std::string call,
+                                               std::string where, std::string explanation = {}) {
   std::string log = take_driver_log();
   if (code.category() == runtime_category()) {
     // A failed runtime call also sets the thread's last error; a non-sticky one is cleared so
@@ -167,8 +170,10 @@ inline std::string location(const char* file, int line) {
   }
   bool oom = (code.category() == runtime_category() && code.value() == cudaErrorMemoryAllocation) ||
              (code.category() == driver_category() && code.value() == CUDA_ERROR_OUT_OF_MEMORY);
-  if (oom) throw out_of_memory(code, std::move(call), {}, std::move(where), std::move(log));
-  throw cuda_error(code, std::move(call), {}, std::move(where), std::move(log));
+  if (oom)
+    throw out_of_memory(code, std::move(call), std::move(explanation), std::move(where),
+                        std::move(log));
+  throw cuda_error(code, std::move(call), std::move(explanation), std::move(where), std::move(log));
 }
 
 [[noreturn]] CURT_COLD inline void throw_error(cudaError_t status, std::string call,

@@ -1,5 +1,5 @@
 // curt/event.hpp: CUDA events (owning curt::event, non-owning curt::event_ref), elapsed time as
-// std::chrono durations, and a scoped timer for a region of work on a stream.
+// std::chrono durations. (curt::stream_timer, in stream.hpp, times a region of a stream.)
 #pragma once
 
 #include <curt/device.hpp>
@@ -78,9 +78,8 @@ inline event_duration elapsed(event_ref start, event_ref stop) {
             ? "both events must be created with curt::event_flags::timing and be recorded"
         : status == cudaErrorNotReady ? "the events' work has not finished: synchronize first"
                                       : "";
-    (void)cudaGetLastError();
-    throw cuda_error(status, "cudaEventElapsedTime(start, stop)", why,
-                     detail::location(__FILE__, __LINE__));
+    detail::throw_error(make_error_code(status), "cudaEventElapsedTime(start, stop)",
+                        detail::location(__FILE__, __LINE__), why);
   }
   return event_duration(ms);
 }
@@ -143,39 +142,6 @@ class event : public event_ref {
                              __LINE__);
     handle_ = nullptr;
   }
-};
-
-/// Times a region of work on a stream: records a start event now and a stop event at stop().
-///   curt::stream_timer timer(stream);  ... enqueue work ...;  auto ms = timer.stop();
-class stream_timer {
- public:
-  explicit stream_timer(cudaStream_t stream)
-      : stream_(stream),
-        start_(stream_device(stream), event_flags::timing),
-        stop_(stream_device(stream), event_flags::timing) {
-    start_.record(stream_);
-  }
-  /// Records the stop event (the first time), waits for it and returns the region's GPU time.
-  event_duration stop() {
-    if (!stopped_) {
-      stop_.record(stream_);
-      stopped_ = true;
-    }
-    stop_.synchronize();
-    return elapsed(start_, stop_);
-  }
-
- private:
-  static device stream_device(cudaStream_t stream) {
-    int ordinal = 0;
-    detail::check(cudaStreamGetDevice(stream, &ordinal), "cudaStreamGetDevice(stream)", __FILE__,
-                  __LINE__);
-    return device::from_ordinal_unchecked(ordinal);
-  }
-  cudaStream_t stream_;
-  event start_;
-  event stop_;
-  bool stopped_ = false;
 };
 
 }  // namespace curt

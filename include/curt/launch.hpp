@@ -305,10 +305,8 @@ inline std::string explain_launch_failure(const cudaLaunchConfig_t& config, cons
                                                       const cudaLaunchConfig_t& config,
                                                       const void* kernel) {
   (void)cudaGetLastError();  // launch errors are not sticky: clear before diagnosing
-  std::string why = explain_launch_failure(config, kernel);
-  (void)cudaGetLastError();
-  std::string log = take_driver_log();
-  throw cuda_error(status, describe_launch(config, kernel), why, location(__FILE__, __LINE__), log);
+  throw_error(make_error_code(status), describe_launch(config, kernel), location(__FILE__, __LINE__),
+              explain_launch_failure(config, kernel));
 }
 
 template <std::size_t Index, class Param, class Arg>

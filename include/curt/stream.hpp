@@ -1,4 +1,5 @@
-// curt/stream.hpp: CUDA streams (owning curt::stream, non-owning curt::stream_ref).
+// curt/stream.hpp: CUDA streams (owning curt::stream, non-owning curt::stream_ref) and
+// curt::stream_timer.
 //
 // stream_ref converts implicitly to cudaStream_t, so curt streams go straight into Thrust, CUB and
 // any raw API. The path to CCCL's cuda::stream_ref is explicit (cccl()), because implicit
@@ -25,12 +26,12 @@
 #include <atomic>
 #include <cstdio>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <type_traits>
-#include <map>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -284,9 +285,7 @@ class stream : public stream_ref {
   /// (lower numbers run first); out of range is an error, not clamped.
   explicit stream(curt::device d, stream_flags flags = stream_flags::non_blocking, int priority = 0)
       : stream_ref(nullptr) {
-    device_guard guard(d);
-    int least = 0, greatest = 0;
-    CURT_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    const auto [greatest, least] = d.stream_priority_range();
     if (priority < greatest || priority > least)
       throw cuda_error(cudaErrorInvalidValue,
                        "curt::stream(device " + std::to_string(d.ordinal()) + ", priority " +
@@ -295,6 +294,7 @@ class stream : public stream_ref {
                            std::to_string(greatest) + ", " + std::to_string(least) +
                            "] (lower numbers run first)",
                        detail::location(__FILE__, __LINE__));
+    device_guard guard(d);
     detail::check_with(
         cudaStreamCreateWithPriority(&handle_, static_cast<unsigned>(flags), priority),
         [&] {
@@ -341,6 +341,31 @@ class stream : public stream_ref {
                            __LINE__);
     handle_ = nullptr;
   }
+};
+
+/// Times a region of work on a stream: records a start event now and a stop event at stop().
+///   curt::stream_timer timer(stream);  ... enqueue work ...;  auto ms = timer.stop();
+class stream_timer {
+ public:
+  explicit stream_timer(stream_ref s)
+      : stream_(s), start_(s.device(), event_flags::timing), stop_(s.device(), event_flags::timing) {
+    start_.record(stream_);
+  }
+  /// Records the stop event (the first time), waits for it and returns the region's GPU time.
+  event_duration stop() {
+    if (!stopped_) {
+      stop_.record(stream_);
+      stopped_ = true;
+    }
+    stop_.synchronize();
+    return elapsed(start_, stop_);
+  }
+
+ private:
+  stream_ref stream_;
+  event start_;
+  event stop_;
+  bool stopped_ = false;
 };
 
 }  // namespace curt
