@@ -1,6 +1,8 @@
 // curt/device.hpp: devices, their properties and limits, the current device, versions.
 #pragma once
 
+#include <curt/detail/driver.hpp>
+#include <curt/detail/host_function.hpp>
 #include <curt/error.hpp>
 
 #include <cuda_runtime_api.h>
@@ -34,6 +36,8 @@ struct version {
   friend constexpr bool operator<(version a, version b) noexcept {
     return a.encoded() < b.encoded();
   }
+  friend constexpr bool operator>(version a, version b) noexcept { return b < a; }
+  friend constexpr bool operator<=(version a, version b) noexcept { return !(b < a); }
   friend constexpr bool operator>=(version a, version b) noexcept { return !(a < b); }
 };
 
@@ -83,8 +87,17 @@ struct compute_capability {
   friend constexpr bool operator==(compute_capability a, compute_capability b) noexcept {
     return a.as_int() == b.as_int();
   }
+  friend constexpr bool operator!=(compute_capability a, compute_capability b) noexcept {
+    return !(a == b);
+  }
   friend constexpr bool operator<(compute_capability a, compute_capability b) noexcept {
     return a.as_int() < b.as_int();
+  }
+  friend constexpr bool operator>(compute_capability a, compute_capability b) noexcept {
+    return b < a;
+  }
+  friend constexpr bool operator<=(compute_capability a, compute_capability b) noexcept {
+    return !(b < a);
   }
   friend constexpr bool operator>=(compute_capability a, compute_capability b) noexcept {
     return !(a < b);
@@ -173,9 +186,8 @@ inline const cudaDeviceProp& cached_properties(int ordinal) {
   static const int count = device_count();
   static const std::unique_ptr<entry[]> table(new entry[count > 0 ? count : 1]);
   if (ordinal < 0 || ordinal >= count)
-    throw cuda_error(cudaErrorInvalidDevice,
-                     "cudaGetDeviceProperties(device " + std::to_string(ordinal) + ")",
-                     std::to_string(count) + " CUDA device(s) visible", location(__FILE__, __LINE__));
+    raise(cudaErrorInvalidDevice, "cudaGetDeviceProperties(device " + std::to_string(ordinal) + ")",
+          std::to_string(count) + " CUDA device(s) visible", __FILE__, __LINE__);
   entry& e = table[ordinal];
   std::call_once(e.once, [&] {
     check_with(cudaGetDeviceProperties(&e.properties, ordinal),
@@ -195,10 +207,10 @@ class device {
   explicit device(int ordinal) : ordinal_(ordinal) {
     int count = device_count();
     if (ordinal < 0 || ordinal >= count)
-      throw cuda_error(cudaErrorInvalidDevice,
-                       "curt::device(" + std::to_string(ordinal) + ")",
-                       std::to_string(count) + " CUDA device(s) visible" +
-                           (count == 0 ? " (" + no_device_reason() + ")" : std::string()));
+      detail::raise(cudaErrorInvalidDevice, "curt::device(" + std::to_string(ordinal) + ")",
+                    std::to_string(count) + " CUDA device(s) visible" +
+                        (count == 0 ? " (" + no_device_reason() + ")" : std::string()),
+                    __FILE__, __LINE__);
   }
 
   /// The device with this ordinal, not checked against the device count (for hot paths that
@@ -278,14 +290,15 @@ class device {
   bool supports_stream_priorities() const { return properties().streamPrioritiesSupported != 0; }
   bool is_integrated() const { return properties().integrated != 0; }
 
-  /// Free and total memory of this device (makes it current for the query, then restores).
+  /// Free and total memory of this device (queried through a device_guard).
   curt::memory_info memory_info() const;
 
   /// A device limit (stack size, printf FIFO, malloc heap, ...) of this device.
   std::size_t limit(cudaLimit which) const;
   void set_limit(cudaLimit which, std::size_t value) const;
 
-  /// Waits for all work on this device.
+  /// Waits for all work on this device (then destroys finished host functions, as a stream's
+  /// synchronize() does).
   void synchronize() const;
 
   /// Stream priority range [greatest, least]; numerically greatest <= least (lower runs first).
@@ -308,32 +321,93 @@ inline device current_device() {
   return device::from_ordinal_unchecked(ordinal);
 }
 
-/// Makes `d` the calling thread's current device.
+/// Makes `d` the calling thread's current device (cudaSetDevice): the one place where curt
+/// changes it, and only when asked to. To target a device for a scope, use device_guard.
 inline void set_current_device(device d) {
   detail::check_with(cudaSetDevice(d.ordinal()),
                      [&] { return "cudaSetDevice(" + std::to_string(d.ordinal()) + ")"; }, __FILE__,
                      __LINE__);
 }
 
-/// Makes a device current for a scope and restores the previous one at its end.
+namespace detail {
+
+// The calling thread's current driver context; null when it has none.
+inline CUcontext current_context() {
+  CUcontext context = nullptr;
+  CURT_DRIVER_CALL(cuCtxGetCurrent, 4000, &context);
+  return context;
+}
+
+/// Makes `context` current for a scope unless it already is, and restores exactly what was
+/// current before (also nothing) with a pop: never cudaSetDevice, which would make a context on
+/// a device the program may never use and replace a context the user made current.
+class context_scope {
+ public:
+  explicit context_scope(CUcontext context) {
+    if (context == current_context()) return;
+    CURT_DRIVER_CALL(cuCtxPushCurrent, 4000, context);
+    pushed_ = true;
+  }
+  ~context_scope() {
+    if (!pushed_) return;
+    CUcontext popped = nullptr;
+    check_noexcept(CURT_DRIVER_FUNCTION(cuCtxPopCurrent, 4000)(&popped), "cuCtxPopCurrent",
+                   __FILE__, __LINE__);
+  }
+  context_scope(const context_scope&) = delete;
+  context_scope& operator=(const context_scope&) = delete;
+
+ private:
+  bool pushed_ = false;
+};
+
+}  // namespace detail
+
+/// Makes device `d` the target of runtime calls for a scope, through the driver: a context of
+/// `d` that is current already (the user's own, a green context's) stays current; otherwise d's
+/// primary context is pushed, and popped at the end. The thread is left exactly as it was: with
+/// no context when it had none, with the user's context when it had one. Every curt call that
+/// needs a device's context (creating streams and events, limits, kernel attributes, occupancy)
+/// goes through it.
 class device_guard {
  public:
   explicit device_guard(device d) {
-    CURT_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != d.ordinal()) {
-      set_current_device(d);
-      changed_ = true;
+    CURT_DRIVER_CALL(cuDeviceGet, 2000, &device_, d.ordinal());
+    if (detail::current_context() != nullptr) {
+      CUdevice current = -1;
+      if (CURT_DRIVER_FUNCTION(cuCtxGetDevice, 2000)(&current) == CUDA_SUCCESS && current == device_)
+        return;
     }
+    CUcontext primary = nullptr;
+    CURT_DRIVER_CALL(cuDevicePrimaryCtxRetain, 7000, &primary, device_);
+    CUresult pushed = CURT_DRIVER_FUNCTION(cuCtxPushCurrent, 4000)(primary);
+    if (pushed != CUDA_SUCCESS) {
+      release_primary();
+      detail::throw_error(pushed, "cuCtxPushCurrent(primary context of device " +
+                                      std::to_string(d.ordinal()) + ")",
+                          __FILE__, __LINE__);
+    }
+    pushed_ = true;
   }
   ~device_guard() {
-    if (changed_) detail::check_noexcept(cudaSetDevice(previous_), "cudaSetDevice", __FILE__, __LINE__);
+    if (!pushed_) return;
+    CUcontext popped = nullptr;
+    detail::check_noexcept(CURT_DRIVER_FUNCTION(cuCtxPopCurrent, 4000)(&popped),
+                           "cuCtxPopCurrent", __FILE__, __LINE__);
+    release_primary();
   }
   device_guard(const device_guard&) = delete;
   device_guard& operator=(const device_guard&) = delete;
 
  private:
-  int previous_ = 0;
-  bool changed_ = false;
+  // The runtime holds its own reference once it has used the context, so releasing ours
+  // never destroys a context that streams or events live in.
+  void release_primary() noexcept {
+    detail::check_noexcept(CURT_DRIVER_FUNCTION(cuDevicePrimaryCtxRelease, 11000)(device_),
+                           "cuDevicePrimaryCtxRelease", __FILE__, __LINE__);
+  }
+  CUdevice device_ = 0;
+  bool pushed_ = false;
 };
 
 inline curt::memory_info device::memory_info() const {
@@ -373,6 +447,7 @@ inline void device::synchronize() const {
   detail::check_with(cudaDeviceSynchronize(),
                      [&] { return "cudaDeviceSynchronize(device " + std::to_string(ordinal_) + ")"; },
                      __FILE__, __LINE__);
+  detail::deferred().drain();  // host functions that finished: destroy them on this thread
 }
 
 inline std::pair<int, int> device::stream_priority_range() const {
@@ -387,7 +462,8 @@ class device_range {
  public:
   class iterator {
    public:
-    using iterator_category = std::forward_iterator_tag;
+    // An input iterator: operator* returns a device by value, which forward iterators may not.
+    using iterator_category = std::input_iterator_tag;
     using value_type = device;
     using difference_type = std::ptrdiff_t;
     using pointer = void;

@@ -11,9 +11,16 @@
 #include <cuda.h>  // CUresult only: nothing here links the driver library
 #include <cuda_runtime_api.h>
 
+#if defined(__unix__) || defined(__APPLE__)
+#  include <pthread.h>  // pthread_self(): the thread id in the driver's log lines
+#endif
+
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <exception>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -34,7 +41,12 @@ class runtime_category_impl final : public std::error_category {
 class driver_category_impl final : public std::error_category {
  public:
   const char* name() const noexcept override { return "cuda_driver"; }
-  std::string message(int code) const override;  // in detail/driver.hpp: asks the driver
+  // Declared inline here, defined later: so the class has no key function, and its vtable (with
+  // everything it reaches) is emitted only where the category is used, not in every file.
+  inline std::string message(int code) const override;  // in detail/driver.hpp: asks the driver
+  // A driver code names the same condition as the runtime code of its number wherever the
+  // runtime has that number (98 of the 100 codes in 13.0), so both compare equal to it.
+  inline std::error_condition default_error_condition(int code) const noexcept override;
 };
 
 }  // namespace detail
@@ -57,6 +69,21 @@ inline std::error_code make_error_code(cudaError_t status) noexcept {
 inline std::error_code make_error_code(CUresult status) noexcept {
   return {static_cast<int>(status), driver_category()};
 }
+/// A condition that runtime and driver codes of the same meaning both compare equal to:
+///   error.code() == curt::make_error_condition(cudaErrorInvalidValue)
+/// holds for cudaErrorInvalidValue and CUDA_ERROR_INVALID_VALUE alike. (error.status() gives the
+/// same answer as a cudaError_t.)
+inline std::error_condition make_error_condition(cudaError_t status) noexcept {
+  return {static_cast<int>(status), runtime_category()};
+}
+
+inline std::error_condition detail::driver_category_impl::default_error_condition(
+    int code) const noexcept {
+  const char* name = cudaGetErrorName(static_cast<cudaError_t>(code));
+  bool runtime_knows = name && std::char_traits<char>::compare(name, "cudaError", 9) == 0;
+  if (runtime_knows) return {code, runtime_category()};
+  return {code, *this};
+}
 
 // The runtime and driver enums share their numbers for the conditions both know; status()
 // relies on it to give one cudaError_t for either API.
@@ -65,6 +92,8 @@ static_assert(int(CUDA_ERROR_OUT_OF_MEMORY) == int(cudaErrorMemoryAllocation));
 static_assert(int(CUDA_ERROR_INVALID_DEVICE) == int(cudaErrorInvalidDevice));
 static_assert(int(CUDA_ERROR_NOT_SUPPORTED) == int(cudaErrorNotSupported));
 static_assert(int(CUDA_ERROR_NO_DEVICE) == int(cudaErrorNoDevice));
+static_assert(int(CUDA_ERROR_ILLEGAL_ADDRESS) == int(cudaErrorIllegalAddress));
+static_assert(int(CUDA_ERROR_LAUNCH_FAILED) == int(cudaErrorLaunchFailure));
 
 /// A failed CUDA call. code() carries the status in runtime_category() or driver_category().
 class cuda_error : public std::system_error {
@@ -96,6 +125,19 @@ class cuda_error : public std::system_error {
   bool from_driver() const noexcept { return code().category() == driver_category(); }
   /// What was called, with the arguments that matter, e.g. "cudaMalloc(1048576 bytes)".
   const std::string& call() const noexcept { return call_; }
+  /// True when the error left the CUDA context unusable (a kernel fault, for instance): every
+  /// later call in the process fails with it, and only a new process can use the device again.
+  bool is_sticky() const noexcept { return is_sticky(code()); }
+  static bool is_sticky(std::error_code code) noexcept {
+    if (code.category() != runtime_category() && code.category() != driver_category()) return false;
+    switch (code.value()) {  // the codes the 13.0 headers document as needing a new process
+      case 226: case 700: case 702: case 710: case 714: case 715: case 716: case 717: case 718:
+      case 719: case 721: case 810: case 911:
+        return true;
+      default:
+        return false;
+    }
+  }
   /// "file:line" of the check that threw; empty when unknown.
   const std::string& where() const noexcept { return where_; }
   /// What the driver's error log said about this failure; empty when it said nothing.
@@ -114,66 +156,125 @@ class out_of_memory : public cuda_error {
   using cuda_error::cuda_error;
 };
 
-/// Called with the error of a CUDA call that failed in a destructor, where throwing is not allowed.
-using destructor_error_handler = void (*)(const cuda_error&) noexcept;
+/// An exception a host function (stream_ref::host_call) threw that no synchronize() can rethrow:
+/// its stream was destroyed first, or it ran as a node of a graph. original() is what it threw.
+class host_function_error : public std::runtime_error {
+ public:
+  host_function_error(const std::string& what, std::exception_ptr original)
+      : std::runtime_error(what), original_(std::move(original)) {}
+  const std::exception_ptr& original() const noexcept { return original_; }
+
+ private:
+  std::exception_ptr original_;
+};
+
+/// Receives the errors curt cannot throw: a CUDA call that failed in a destructor (a cuda_error)
+/// and a host function's exception that has no synchronize() left to rethrow it (a
+/// host_function_error). It may be called on a CUDA callback thread, so it must not call CUDA.
+using error_handler = void (*)(const std::exception& error) noexcept;
 
 namespace detail {
 
-inline void print_destructor_error(const cuda_error& error) noexcept {
-  std::fprintf(stderr, "curt: error in a destructor (not thrown): %s\n", error.what());
+inline void print_error(const std::exception& error) noexcept {
+  std::fprintf(stderr, "curt: error not thrown (in a destructor or a host function): %s\n",
+               error.what());
 }
 
-inline std::atomic<destructor_error_handler>& destructor_handler_slot() noexcept {
-  static std::atomic<destructor_error_handler> slot{&print_destructor_error};
+inline std::atomic<error_handler>& error_handler_slot() noexcept {
+  static std::atomic<error_handler> slot{&print_error};
   return slot;
 }
 
+inline void handle_error(const std::exception& error) noexcept {
+  error_handler_slot().load()(error);
+}
+
+// The thread id the driver writes into each log line ("[time][thread][CUDA][E] text").
+inline std::string log_thread_tag() {
+#if defined(__unix__) || defined(__APPLE__)
+  return "][" + std::to_string(static_cast<unsigned long long>(pthread_self())) + "]";
+#else
+  return {};
+#endif
+}
+
 // The driver keeps a ring buffer of log lines (CUDA 12.9+). curt reads it only when a call fails,
-// from a process-wide cursor, so the hot path never touches it. Before the first failure there is
-// no cursor yet: then only the newest line is taken, which belongs to the failure at hand.
+// from a process-wide cursor, so the hot path never touches it, and keeps only the calling
+// thread's lines. Before the first failure there is no cursor yet: then only the thread's lines
+// since its last-but-one "Returning" line are kept, which belong to the failure at hand.
 inline std::string take_driver_log() {
   static std::mutex mutex;
   static cudaLogIterator cursor = 0;
   static bool has_cursor = false;
-  std::lock_guard<std::mutex> lock(mutex);
   std::string text(25600, '\0');  // the driver's documented maximum
-  size_t size = text.size();
-  cudaError_t status = cudaLogsDumpToMemory(has_cursor ? &cursor : nullptr, text.data(), &size, 0);
-  if (status != cudaSuccess) {
-    (void)cudaGetLastError();  // the log is a best effort: leave no error behind
-    return {};
+  std::size_t size = text.size();
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    cudaError_t status =
+        cudaLogsDumpToMemory(has_cursor ? &cursor : nullptr, text.data(), &size, 0);
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();  // the log is a best effort: leave no error behind
+      return {};
+    }
+    first = !has_cursor;
+    if (first) has_cursor = cudaLogsCurrent(&cursor, 0) == cudaSuccess;
   }
-  text.resize(size);
-  if (!has_cursor) {
-    has_cursor = cudaLogsCurrent(&cursor, 0) == cudaSuccess;
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    auto newline = text.rfind('\n');
-    if (newline != std::string::npos) text.erase(0, newline + 1);
+  text.resize(std::min(size, text.size()));
+  const std::string tag = log_thread_tag();
+  std::string mine;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    while (!line.empty() && (line.back() == '\0' || line.back() == '\r')) line.pop_back();
+    if (line.empty() || (!tag.empty() && line.find(tag) == std::string::npos)) continue;
+    if (first && line.find("Returning ") != std::string::npos) {
+      // A "Returning" line closes a failure; without a cursor, keep only the latest one's lines.
+      std::size_t previous = mine.rfind("Returning ");
+      if (previous != std::string::npos) mine.erase(0, mine.find('\n', previous) + 1);
+    }
+    mine += line + '\n';
   }
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\0')) text.pop_back();
-  return text;
+  while (!mine.empty() && mine.back() == '\n') mine.pop_back();
+  return mine;
 }
 
 inline std::string location(const char* file, int line) {
   return file ? std::string(file) + ":" + std::to_string(line) : std::string();
 }
 
-/// The one throw path: attaches the driver log, clears the thread's last error and picks the
-/// exception type. `explanation` is curt's own word on the failure, when it has one.
-[[noreturn]] CURT_COLD inline void throw_error(std::error_code code, std::string call,
-                                               std::string where, std::string explanation = {}) {
-  std::string log = take_driver_log();
+/// The one throw path, with the driver log already taken: clears the thread's last error, says
+/// when the context is lost and picks the exception type. `explanation` is curt's own word on the
+/// failure, when it has one.
+[[noreturn]] CURT_COLD inline void throw_error_with_log(std::error_code code, std::string call,
+                                                        std::string where, std::string explanation,
+                                                        std::string log) {
   if (code.category() == runtime_category()) {
     // A failed runtime call also sets the thread's last error; a non-sticky one is cleared so
     // that the next unrelated check does not report it a second time.
     (void)cudaGetLastError();
   }
+  if (cuda_error::is_sticky(code))
+    explanation = "the CUDA context is lost: an earlier kernel or copy failed (a sticky error); "
+                  "this call is not the cause, and every later CUDA call in this process fails "
+                  "the same way, so the process must be restarted";
   bool oom = (code.category() == runtime_category() && code.value() == cudaErrorMemoryAllocation) ||
              (code.category() == driver_category() && code.value() == CUDA_ERROR_OUT_OF_MEMORY);
   if (oom)
     throw out_of_memory(code, std::move(call), std::move(explanation), std::move(where),
                         std::move(log));
   throw cuda_error(code, std::move(call), std::move(explanation), std::move(where), std::move(log));
+}
+
+/// Throws for a failed CUDA call, with what the driver logged about it.
+[[noreturn]] CURT_COLD inline void throw_error(std::error_code code, std::string call,
+                                               std::string where, std::string explanation = {}) {
+  std::string log = take_driver_log();
+  throw_error_with_log(code, std::move(call), std::move(where), std::move(explanation),
+                       std::move(log));
 }
 
 [[noreturn]] CURT_COLD inline void throw_error(cudaError_t status, std::string call,
@@ -183,6 +284,12 @@ inline std::string location(const char* file, int line) {
 [[noreturn]] CURT_COLD inline void throw_error(CUresult status, std::string call, const char* file,
                                                int line) {
   throw_error(make_error_code(status), std::move(call), location(file, line));
+}
+
+/// For errors curt finds itself, before calling CUDA: no driver log, no last error to clear.
+[[noreturn]] CURT_COLD inline void raise(cudaError_t status, std::string call,
+                                         std::string explanation, const char* file, int line) {
+  throw cuda_error(status, std::move(call), std::move(explanation), location(file, line));
 }
 
 /// Throws unless status is success. `call` names what was called.
@@ -199,15 +306,30 @@ inline void check_with(Status status, Describe&& describe, const char* file, int
   if (CURT_UNLIKELY(status != Status{})) throw_error(status, std::string(describe()), file, line);
 }
 
-/// For destructors: never throws; hands a failure to the destructor error handler.
-CURT_COLD inline void report_error(cudaError_t status, const char* call, const char* file,
+// Set once a sticky failure in a destructor was reported: one flag for runtime and driver codes.
+inline std::atomic<bool>& sticky_reported() noexcept {
+  static std::atomic<bool> reported{false};
+  return reported;
+}
+
+/// For destructors: never throws; hands a failure to the error handler. Once the context is
+/// lost, only the first such failure is reported: every destructor after it fails the same way.
+template <class Status>
+CURT_COLD inline void report_error(Status status, const char* call, const char* file,
                                    int line) noexcept {
   // While the process exits the runtime may already be gone and has freed everything itself.
-  if (status == cudaErrorCudartUnloading) return;
-  (void)cudaGetLastError();
+  if (status == Status(cudaErrorCudartUnloading)) return;
+  std::error_code code = make_error_code(status);
+  if (code.category() == runtime_category()) (void)cudaGetLastError();
+  if (cuda_error::is_sticky(code) && sticky_reported().exchange(true)) return;
   try {
-    cuda_error error(status, call, {}, location(file, line));
-    destructor_handler_slot().load()(error);
+    cuda_error error(code, call,
+                     cuda_error::is_sticky(code)
+                         ? "the CUDA context is lost (a sticky error); later failures of this "
+                           "kind in destructors are not reported"
+                         : std::string(),
+                     location(file, line));
+    handle_error(error);
   } catch (...) {
     // Building the message can only fail by running out of host memory: nothing left to do.
   }
@@ -216,15 +338,18 @@ inline void check_noexcept(cudaError_t status, const char* call, const char* fil
                            int line) noexcept {
   if (CURT_UNLIKELY(status != cudaSuccess)) report_error(status, call, file, line);
 }
+inline void check_noexcept(CUresult status, const char* call, const char* file,
+                           int line) noexcept {
+  if (CURT_UNLIKELY(status != CUDA_SUCCESS)) report_error(status, call, file, line);
+}
 
 }  // namespace detail
 
-/// Installs the handler for errors in destructors; returns the previous one. The default prints to
-/// stderr. A null handler restores the default.
-inline destructor_error_handler set_destructor_error_handler(
-    destructor_error_handler handler) noexcept {
-  if (!handler) handler = &detail::print_destructor_error;
-  return detail::destructor_handler_slot().exchange(handler);
+/// Installs the handler for errors curt cannot throw (see error_handler); returns the previous
+/// one. The default prints to stderr. A null handler restores the default.
+inline error_handler set_error_handler(error_handler handler) noexcept {
+  if (!handler) handler = &detail::print_error;
+  return detail::error_handler_slot().exchange(handler);
 }
 
 /// Throws curt::cuda_error (or curt::out_of_memory) with the expression's text and location

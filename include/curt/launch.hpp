@@ -34,11 +34,15 @@
 
 namespace curt {
 
-/// Blocks needed to cover `count` items with `per_block` items per block.
+/// Blocks needed to cover `count` items with `per_block` items per block: count / per_block
+/// rounded up, in the common type of the two (no overflow near its maximum, no narrowing).
+/// Both must be non-negative and per_block positive.
 template <class T, class U>
-constexpr unsigned ceil_div(T count, U per_block) noexcept {
+constexpr std::common_type_t<T, U> ceil_div(T count, U per_block) noexcept {
   static_assert(std::is_integral_v<T> && std::is_integral_v<U>, "curt::ceil_div takes integers");
-  return static_cast<unsigned>((count + per_block - 1) / per_block);
+  using R = std::common_type_t<T, U>;
+  return static_cast<R>(static_cast<R>(count) / static_cast<R>(per_block) +
+                        (static_cast<R>(count) % static_cast<R>(per_block) != 0 ? 1 : 0));
 }
 
 /// Grid, block, dynamic shared memory and launch attributes, set by name. Setting an attribute
@@ -232,12 +236,17 @@ inline std::string describe_launch(const cudaLaunchConfig_t& config, const void*
   return text + ")";
 }
 
-// Says in numbers why the driver refused a launch, for the mistakes that can be told apart.
+// Says in numbers why the driver refused a launch, for the mistakes that can be told apart. The
+// kernel's attributes and occupancy are read in the stream's context: they differ per device.
 inline std::string explain_launch_failure(const cudaLaunchConfig_t& config, const void* kernel) {
   int ordinal = 0;
-  if (cudaStreamGetDevice(config.stream, &ordinal) != cudaSuccess &&
-      cudaGetDevice(&ordinal) != cudaSuccess)
+  if (cudaStreamGetDevice(config.stream, &ordinal) != cudaSuccess) {
+    (void)cudaGetLastError();
     return {};
+  }
+  CUcontext context = stream_context(config.stream);
+  if (context == nullptr) return {};
+  context_scope in_stream_context(context);
   const cudaDeviceProp& p = cached_properties(ordinal);
   const dim3 grid = config.gridDim, block = config.blockDim;
   const unsigned long long threads = volume(block), blocks = volume(grid);
@@ -257,6 +266,7 @@ inline std::string explain_launch_failure(const cudaLaunchConfig_t& config, cons
   }
   cudaFuncAttributes f{};
   bool have_attributes = cudaFuncGetAttributes(&f, kernel) == cudaSuccess;
+  if (!have_attributes) (void)cudaGetLastError();
   if (have_attributes && threads > static_cast<unsigned long long>(f.maxThreadsPerBlock))
     return "block of " + std::to_string(threads) + " threads exceeds this kernel's limit of " +
            std::to_string(f.maxThreadsPerBlock) + " (its register use or __launch_bounds__)";
@@ -304,9 +314,29 @@ inline std::string explain_launch_failure(const cudaLaunchConfig_t& config, cons
 [[noreturn]] CURT_COLD inline void throw_launch_error(cudaError_t status,
                                                       const cudaLaunchConfig_t& config,
                                                       const void* kernel) {
-  (void)cudaGetLastError();  // launch errors are not sticky: clear before diagnosing
-  throw_error(make_error_code(status), describe_launch(config, kernel), location(__FILE__, __LINE__),
-              explain_launch_failure(config, kernel));
+  // The log first: the diagnosis below makes calls of its own that may log.
+  std::string log = take_driver_log();
+  (void)cudaGetLastError();  // a refused launch's error is not sticky: clear it before diagnosing
+  std::error_code code = make_error_code(status);
+  // After a sticky error every call fails: the launch is not the cause, and there is nothing to
+  // diagnose (throw_error_with_log says so).
+  std::string explanation = cuda_error::is_sticky(code) ? std::string()
+                                                        : explain_launch_failure(config, kernel);
+  throw_error_with_log(code, describe_launch(config, kernel), location(__FILE__, __LINE__),
+                       std::move(explanation), std::move(log));
+}
+
+// cudaLaunchKernelEx on a thread with no current context would first make the current device's
+// (device 0's) primary context current: launch in the stream's context instead. One driver call
+// when a context is current.
+inline cudaError_t launch_native(const cudaLaunchConfig_t& config, const void* kernel,
+                                 void** arguments) {
+  if (CURT_LIKELY(current_context() != nullptr))
+    return cudaLaunchKernelExC(&config, kernel, arguments);
+  CUcontext context = stream_context(config.stream);
+  if (context == nullptr) return cudaLaunchKernelExC(&config, kernel, arguments);
+  context_scope in_stream_context(context);
+  return cudaLaunchKernelExC(&config, kernel, arguments);
 }
 
 template <std::size_t Index, class Param, class Arg>
@@ -330,8 +360,7 @@ inline void launch_converted(const cudaLaunchConfig_t& config, void (*kernel)(Pa
   using values_t = std::tuple<std::decay_t<Params>...>;
   [[maybe_unused]] values_t values = values_t(std::forward<Args>(args)...);
   void* pointers[sizeof...(Params) + 1] = {static_cast<void*>(&std::get<I>(values))..., nullptr};
-  cudaError_t status =
-      cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernel), pointers);
+  cudaError_t status = launch_native(config, reinterpret_cast<const void*>(kernel), pointers);
   if (CURT_UNLIKELY(status != cudaSuccess))
     throw_launch_error(status, config, reinterpret_cast<const void*>(kernel));
 }
@@ -366,11 +395,20 @@ __global__ void functor_kernel(Function function, Args... args) {
 }
 }  // namespace detail
 
-/// The __global__ function curt launches for a functor of type Function with these arguments,
-/// for occupancy queries and kernel attributes.
+/// The __global__ function curt launches for a functor of type Function with arguments of these
+/// types (decayed), for occupancy queries and kernel attributes. Prefer kernel_for(), which
+/// deduces the types from the very values the launch passes.
 template <class Function, class... Args>
 constexpr auto functor_kernel() noexcept {
   return &detail::functor_kernel<std::decay_t<Function>, std::decay_t<Args>...>;
+}
+
+/// The __global__ function that curt::launch(stream, config, function, args...) launches, from
+/// the same values: `auto k = curt::kernel_for(lambda, n, data);` then
+/// `curt::max_active_blocks_per_multiprocessor(device, k, 256)`. (The values are not used.)
+template <class Function, class... Args>
+constexpr auto kernel_for(Function&&, Args&&...) noexcept {
+  return functor_kernel<Function, Args...>();
 }
 
 /// Launches a functor or device lambda: every thread calls function(args...).
@@ -380,7 +418,7 @@ template <class Function, class... Args,
                            int> = 0>
 inline void launch(stream_ref stream, const launch_config& config, Function&& function,
                    Args&&... args) {
-  launch(stream, config, functor_kernel<Function, Args...>(), std::forward<Function>(function),
+  launch(stream, config, kernel_for(function, args...), std::forward<Function>(function),
          std::forward<Args>(args)...);
 }
 

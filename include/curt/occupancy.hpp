@@ -1,7 +1,7 @@
 // curt/occupancy.hpp: kernel attributes and occupancy, per device.
 //
 // Kernel attributes live in each device's context, so every function here takes the device.
-// For functors and device lambdas, pass curt::functor_kernel<F, Args...>() as the kernel.
+// For functors and device lambdas, pass curt::kernel_for(function, args...) as the kernel.
 #pragma once
 
 #include <curt/device.hpp>

@@ -2,38 +2,51 @@
 // curt::stream_timer.
 //
 // stream_ref converts implicitly to cudaStream_t, so curt streams go straight into Thrust, CUB and
-// any raw API. The path to CCCL's cuda::stream_ref is explicit (cccl()), because implicit
+// any raw API, and is built implicitly from a cudaStream_t or from CCCL's cuda::stream_ref. The
+// path to cuda::stream_ref is explicit (cccl(), with <curt/cccl.hpp>), because implicit
 // conversions to both would make calls that accept either ambiguous.
 //
+// Default streams have two spellings only: stream_ref::legacy_default() and per_thread_default().
+// A stream_ref cannot be made from a literal 0 or nullptr; a cudaStream_t that is 0 at run time is
+// stored as the default stream it means in the translation unit that builds the ref (per-thread
+// under --default-stream per-thread), so a ref never holds 0 and means the same everywhere.
+//
+// An owner that holds no stream (empty, moved-from or released) is never the default stream:
+// every operation on it, or on a ref made from it, throws a cuda_error that says which.
+//
 // Host functions: stream.host_call(f) runs f on a runtime thread once the work before it is done.
-// An exception thrown by f is caught there and rethrown by the next synchronize() of that stream
-// through curt (the first one is kept; later ones on the same stream are dropped). f must not
-// call CUDA (a rule of cudaLaunchHostFunc).
+// f must not call CUDA (a rule of cudaLaunchHostFunc); f itself is destroyed later on a user
+// thread (in host_call, synchronize() or a stream's destructor), so its captures may own CUDA
+// resources. An exception f throws is rethrown by the next synchronize() of that stream through
+// curt (the first one; later ones are dropped). If the owner destroys the stream first, or f ran
+// as a node of a captured graph (where it runs on every launch of the graph), the exception goes
+// to the error handler (curt::set_error_handler) as a curt::host_function_error.
 #pragma once
 
 #include <curt/access_policy.hpp>
+#include <curt/detail/driver.hpp>
+#include <curt/detail/handle_state.hpp>
+#include <curt/detail/host_function.hpp>
 #include <curt/device.hpp>
 #include <curt/error.hpp>
 #include <curt/event.hpp>
 
 #include <cuda_runtime_api.h>
 
-#if __has_include(<cuda/stream_ref>)
-#  include <cuda/stream_ref>
-#  define CURT_HAS_CCCL_STREAM_REF 1
-#endif
-
-#include <atomic>
-#include <cstdio>
+#include <cstddef>
 #include <exception>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+// Which default stream a cudaStream_t of 0 means in this translation unit. Used only as a default
+// template argument, so translation units compiled either way never disagree about one function.
+#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+#  define CURT_DETAIL_PER_THREAD_DEFAULT_STREAM true
+#else
+#  define CURT_DETAIL_PER_THREAD_DEFAULT_STREAM false
+#endif
 
 namespace curt {
 
@@ -43,149 +56,181 @@ enum class stream_flags : unsigned {
   blocking = cudaStreamDefault,          ///< synchronizes with the legacy default stream
 };
 
+class stream_ref;
+
 namespace detail {
 
-// Exceptions thrown by host functions, keyed by stream, until that stream is synchronized.
-// `pending` lets synchronize() skip the lock when no host function has ever failed.
-struct host_error_table {
-  // The stream, with the submitting thread for the per-thread default stream (one handle value
-  // that names a different stream on each thread).
-  using key = std::pair<cudaStream_t, std::thread::id>;
+// CCCL's cuda::stream_ref, recognised by its shape so that this header need not include CCCL.
+template <class R, class = void>
+struct is_cccl_stream_ref : std::false_type {};
+template <class R>
+struct is_cccl_stream_ref<
+    R, std::void_t<decltype(std::declval<const R&>().wait()), decltype(std::declval<const R&>().ready())>>
+    : std::is_same<decltype(std::declval<const R&>().get()), cudaStream_t> {};
 
-  static key key_of(cudaStream_t stream) {
-#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
-    if (stream == nullptr) stream = cudaStreamPerThread;
-#else
-    if (stream == nullptr) stream = cudaStreamLegacy;  // 0 is the legacy default stream
-#endif
-    return {stream, stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id()};
-  }
-
-  std::mutex mutex;
-  std::map<key, std::exception_ptr> errors;
-  std::atomic<int> pending{0};
-
-  void store(const key& k, std::exception_ptr error) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (errors.emplace(k, std::move(error)).second) pending.fetch_add(1);
-  }
-  std::exception_ptr take(cudaStream_t stream) {
-    if (pending.load(std::memory_order_acquire) == 0) return nullptr;
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = errors.find(key_of(stream));
-    if (it == errors.end()) return nullptr;
-    std::exception_ptr error = std::move(it->second);
-    errors.erase(it);
-    pending.fetch_sub(1);
-    return error;
-  }
-};
-
-// Never destroyed: streams with static storage may be destroyed after it would have been.
-inline host_error_table& host_errors() {
-  static host_error_table* table = new host_error_table;
-  return *table;
+// The driver context a stream belongs to; null when it cannot be told (a default stream on a
+// thread with no context).
+inline CUcontext stream_context(cudaStream_t stream) noexcept {
+  CUcontext context = nullptr;
+  if (CURT_DRIVER_FUNCTION(cuStreamGetCtx, 9020)(stream, &context) != CUDA_SUCCESS) return nullptr;
+  return context;
 }
 
-template <class F>
-struct host_task {
-  F function;
-  host_error_table::key stream;
-
-  static void CUDART_CB run(void* self) noexcept {
-    std::unique_ptr<host_task> task(static_cast<host_task*>(self));
-    try {
-      task->function();
-    } catch (...) {
-      try {
-        host_errors().store(task->stream, std::current_exception());
-      } catch (...) {
-        std::fprintf(stderr, "curt: an exception from a host function was lost (out of memory)\n");
-      }
+// One reusable timing-free event per context and thread, for stream-on-stream waits:
+// cudaStreamWaitEvent takes the event's state when called, so recording it again is safe. An
+// entry is keyed by the context's handle and checked against its id, which is unique for the life
+// of the process: after cudaDeviceReset the primary context keeps its handle but not its id, and
+// the old event died with it.
+class wait_events {
+ public:
+  cudaEvent_t for_context(CUcontext context) {
+    unsigned long long id = 0;
+    CURT_DRIVER_CALL(cuCtxGetId, 12000, context, &id);
+    for (entry& e : entries_) {
+      if (e.context != context) continue;
+      if (e.id == id) return e.event;
+      e = entries_.back();  // stale: freed by a reset
+      entries_.pop_back();
+      break;
+    }
+    entry fresh{context, id, nullptr};
+    {
+      context_scope in(context);
+      check(cudaEventCreateWithFlags(&fresh.event, cudaEventDisableTiming),
+            "cudaEventCreateWithFlags(wait event)", __FILE__, __LINE__);
+    }
+    entries_.push_back(fresh);
+    return fresh.event;
+  }
+  ~wait_events() {
+    for (const entry& e : entries_) {
+      unsigned long long id = 0;
+      if (CURT_DRIVER_FUNCTION(cuCtxGetId, 12000)(e.context, &id) != CUDA_SUCCESS || id != e.id)
+        continue;  // the context is gone, and the event with it
+      check_noexcept(cudaEventDestroy(e.event), "cudaEventDestroy(wait event)", __FILE__, __LINE__);
     }
   }
+
+ private:
+  struct entry {
+    CUcontext context;
+    unsigned long long id;
+    cudaEvent_t event;
+  };
+  std::vector<entry> entries_;
 };
 
-// One reusable event per device and thread, for stream-on-stream waits: cudaStreamWaitEvent
-// captures the event's state when called, so re-recording it right after is safe.
-inline cudaEvent_t scratch_event(int ordinal) {
-  struct events {
-    std::vector<cudaEvent_t> by_device;
-    ~events() {
-      for (cudaEvent_t e : by_device)
-        if (e) check_noexcept(cudaEventDestroy(e), "cudaEventDestroy(scratch event)", __FILE__, __LINE__);
-    }
-  };
-  thread_local events cache;
-  if (cache.by_device.size() <= static_cast<std::size_t>(ordinal))
-    cache.by_device.resize(static_cast<std::size_t>(ordinal) + 1, nullptr);
-  cudaEvent_t& e = cache.by_device[static_cast<std::size_t>(ordinal)];
-  if (!e) {
-    device_guard guard(device::from_ordinal_unchecked(ordinal));
-    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", __FILE__,
-          __LINE__);
-  }
-  return e;
+inline cudaEvent_t wait_event(CUcontext context) {
+  thread_local wait_events events;
+  return events.for_context(context);
 }
 
 }  // namespace detail
 
-/// A non-owning stream handle. Implicitly constructible from and convertible to cudaStream_t.
+/// A non-owning stream handle. Implicitly constructible from cudaStream_t and cuda::stream_ref,
+/// and convertible to cudaStream_t.
 class stream_ref {
  public:
-  constexpr stream_ref(cudaStream_t handle) noexcept : handle_(handle) {}  // NOLINT: implicit
+  /// A raw stream; 0 becomes the default stream it means here (see the file comment).
+  template <bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
+  stream_ref(cudaStream_t handle) noexcept  // NOLINT: implicit by design
+      : handle_(handle != nullptr ? handle
+                : PerThreadDefault ? cudaStreamPerThread
+                                   : cudaStreamLegacy) {}
+  /// CCCL's cuda::stream_ref (what Thrust, CUB and libcu++ hand around).
+  template <class CcclStreamRef,
+            std::enable_if_t<detail::is_cccl_stream_ref<CcclStreamRef>::value &&
+                                 !std::is_base_of_v<stream_ref, CcclStreamRef>,
+                             int> = 0>
+  stream_ref(const CcclStreamRef& cccl) noexcept  // NOLINT: implicit by design
+      : stream_ref(cccl.get()) {}
+  stream_ref(int) = delete;             ///< 0 is not a stream: say legacy_default()
+  stream_ref(std::nullptr_t) = delete;  ///< nor is nullptr
 
   /// The legacy default stream (synchronizes with blocking streams of its device).
   static stream_ref legacy_default() noexcept { return stream_ref(cudaStreamLegacy); }
   /// The calling thread's default stream.
   static stream_ref per_thread_default() noexcept { return stream_ref(cudaStreamPerThread); }
 
-  constexpr cudaStream_t get() const noexcept { return handle_; }
-  constexpr operator cudaStream_t() const noexcept { return handle_; }  // NOLINT: for Thrust, CUB, raw calls
+  /// The native handle; throws when this refers to an empty, moved-from or released owner.
+  cudaStream_t get() const { return native("get()"); }
+  operator cudaStream_t() const { return native("conversion to cudaStream_t"); }  // NOLINT
+  /// False for a ref to an empty, moved-from or released owner.
+  bool valid() const noexcept { return !detail::is_state_handle(handle_); }
 
-#ifdef CURT_HAS_CCCL_STREAM_REF
-  /// The same stream as CCCL's cuda::stream_ref.
-  ::cuda::stream_ref cccl() const noexcept { return ::cuda::stream_ref(handle_); }
-#endif
+  /// The same stream as CCCL's cuda::stream_ref. Needs <curt/cccl.hpp>, which keeps CCCL out of
+  /// translation units that do not ask for it.
+  template <class Self = stream_ref>
+  auto cccl() const {
+    return to_cccl(static_cast<const Self&>(*this));  // found by ADL in <curt/cccl.hpp>
+  }
 
   /// Waits for all work on the stream, then rethrows an exception a host function on it threw.
   void synchronize() const {
-    detail::check(cudaStreamSynchronize(handle_), "cudaStreamSynchronize(stream)", __FILE__,
-                  __LINE__);
-    if (std::exception_ptr error = detail::host_errors().take(handle_)) std::rethrow_exception(error);
+    cudaStream_t h = native("synchronize()");
+    detail::check(cudaStreamSynchronize(h), "cudaStreamSynchronize(stream)", __FILE__, __LINE__);
+    detail::deferred().drain();
+    if (std::exception_ptr error = detail::host_errors().take(h)) std::rethrow_exception(error);
   }
   /// True when all work on the stream is done.
   bool ready() const {
-    cudaError_t status = cudaStreamQuery(handle_);
-    if (status == cudaErrorNotReady) return false;
+    cudaError_t status = cudaStreamQuery(native("ready()"));
+    if (status == cudaErrorNotReady) {
+      (void)cudaGetLastError();
+      return false;
+    }
     detail::check(status, "cudaStreamQuery(stream)", __FILE__, __LINE__);
     return true;
   }
 
   /// Later work on this stream waits for the work `e` captured.
   void wait(event_ref e) const {
-    detail::check(cudaStreamWaitEvent(handle_, e.get(), 0), "cudaStreamWaitEvent(stream, event)",
-                  __FILE__, __LINE__);
+    detail::check(cudaStreamWaitEvent(native("wait(event)"), e.get(), 0),
+                  "cudaStreamWaitEvent(stream, event)", __FILE__, __LINE__);
   }
-  /// Later work on this stream waits for all work submitted to `other` so far.
+  /// Later work on this stream waits for all work submitted to `other` so far (through an event
+  /// of other's context). Waiting on itself does nothing.
   void wait(stream_ref other) const {
-    cudaEvent_t e = detail::scratch_event(other.device().ordinal());
-    detail::check(cudaEventRecord(e, other.handle_), "cudaEventRecord(scratch event, other stream)",
-                  __FILE__, __LINE__);
-    detail::check(cudaStreamWaitEvent(handle_, e, 0), "cudaStreamWaitEvent(stream, other stream)",
+    cudaStream_t self = native("wait(stream)");
+    cudaStream_t source = other.native("wait(stream) (the stream waited on)");
+    if (source == self) return;
+    CUcontext context = detail::stream_context(source);
+    if (CURT_UNLIKELY(context == nullptr)) return wait_through_temporary_event(source);
+    cudaEvent_t e = detail::wait_event(context);
+    detail::check(cudaEventRecord(e, source), "cudaEventRecord(wait event, other stream)", __FILE__,
+                  __LINE__);
+    detail::check(cudaStreamWaitEvent(self, e, 0), "cudaStreamWaitEvent(stream, other stream)",
                   __FILE__, __LINE__);
   }
   /// Records `e` on this stream.
-  void record(event_ref e) const { e.record(handle_); }
+  void record(event_ref e) const { e.record(*this); }
 
-  /// Runs `function()` on a runtime thread once the work before it is done. See the file comment
-  /// for what happens to an exception it throws.
+  /// Runs `function()` on a runtime thread once the work before it is done; under capture, on
+  /// every launch of the graph. See the file comment for its exceptions and its lifetime.
   template <class F>
   void host_call(F&& function) const {
     using task = detail::host_task<std::decay_t<F>>;
-    auto* t = new task{std::forward<F>(function), detail::host_error_table::key_of(handle_)};
-    cudaError_t status = cudaLaunchHostFunc(handle_, &task::run, t);
+    cudaStream_t h = native("host_call()");
+    detail::deferred().drain();
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    cudaGraph_t graph = nullptr;
+    detail::check(cudaStreamGetCaptureInfo(h, &capture, nullptr, &graph),
+                  "cudaStreamGetCaptureInfo(stream)", __FILE__, __LINE__);
+    if (capture == cudaStreamCaptureStatusActive)
+      return host_call_in_graph(new task(std::forward<F>(function), 0), graph);
+    if (CURT_UNLIKELY(capture == cudaStreamCaptureStatusInvalidated))
+      detail::raise(cudaErrorStreamCaptureInvalidated, "curt::stream::host_call()",
+                    "the stream's capture was invalidated by an earlier error; end the capture "
+                    "(cudaStreamEndCapture) before using the stream again",
+                    __FILE__, __LINE__);
+    unsigned long long id = 0;
+    detail::check(cudaStreamGetId(h, &id), "cudaStreamGetId(stream)", __FILE__, __LINE__);
+    auto* t = new task(std::forward<F>(function), id);
+    detail::host_errors().begin(id);
+    if (h == cudaStreamPerThread) detail::watch_per_thread_stream(id);
+    cudaError_t status = cudaLaunchHostFunc(h, &task::run_once, t);
     if (CURT_UNLIKELY(status != cudaSuccess)) {
+      detail::host_errors().finish(id, nullptr);
       delete t;
       detail::throw_error(status, "cudaLaunchHostFunc(stream, function)", __FILE__, __LINE__);
     }
@@ -193,27 +238,36 @@ class stream_ref {
 
   curt::device device() const {
     int ordinal = 0;
-    detail::check(cudaStreamGetDevice(handle_, &ordinal), "cudaStreamGetDevice(stream)", __FILE__,
-                  __LINE__);
+    detail::check(cudaStreamGetDevice(native("device()"), &ordinal), "cudaStreamGetDevice(stream)",
+                  __FILE__, __LINE__);
     return device::from_ordinal_unchecked(ordinal);
   }
   stream_flags flags() const {
-    unsigned native = 0;
-    detail::check(cudaStreamGetFlags(handle_, &native), "cudaStreamGetFlags(stream)", __FILE__,
-                  __LINE__);
-    return (native & cudaStreamNonBlocking) ? stream_flags::non_blocking : stream_flags::blocking;
+    unsigned native_flags = 0;
+    detail::check(cudaStreamGetFlags(native("flags()"), &native_flags),
+                  "cudaStreamGetFlags(stream)", __FILE__, __LINE__);
+    return (native_flags & cudaStreamNonBlocking) ? stream_flags::non_blocking
+                                                  : stream_flags::blocking;
   }
   int priority() const {
     int value = 0;
-    detail::check(cudaStreamGetPriority(handle_, &value), "cudaStreamGetPriority(stream)", __FILE__,
-                  __LINE__);
+    detail::check(cudaStreamGetPriority(native("priority()"), &value),
+                  "cudaStreamGetPriority(stream)", __FILE__, __LINE__);
     return value;
   }
   /// The stream's process-unique id.
   unsigned long long id() const {
     unsigned long long value = 0;
-    detail::check(cudaStreamGetId(handle_, &value), "cudaStreamGetId(stream)", __FILE__, __LINE__);
+    detail::check(cudaStreamGetId(native("id()"), &value), "cudaStreamGetId(stream)", __FILE__,
+                  __LINE__);
     return value;
+  }
+  /// True while the stream is being captured into a graph.
+  bool is_capturing() const {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    detail::check(cudaStreamIsCapturing(native("is_capturing()"), &status),
+                  "cudaStreamIsCapturing(stream)", __FILE__, __LINE__);
+    return status == cudaStreamCaptureStatusActive;
   }
 
   /// How a thread waits in synchronize(): spin, yield or block.
@@ -257,62 +311,122 @@ class stream_ref {
     return attribute(cudaStreamAttributeMemSyncDomainMap, "memory sync domain map").memSyncDomainMap;
   }
 
-  // Comparisons go through the conversion to cudaStream_t, so refs, owners and native handles
-  // compare with each other alike.
+  /// Same stream handle. Refs of owners that hold no stream compare by their state.
+  friend bool operator==(stream_ref a, stream_ref b) noexcept { return a.handle_ == b.handle_; }
+  friend bool operator!=(stream_ref a, stream_ref b) noexcept { return a.handle_ != b.handle_; }
+  friend bool operator==(stream_ref a, cudaStream_t b) noexcept { return a.handle_ == b; }
+  friend bool operator!=(stream_ref a, cudaStream_t b) noexcept { return a.handle_ != b; }
+  friend bool operator==(cudaStream_t a, stream_ref b) noexcept { return a == b.handle_; }
+  friend bool operator!=(cudaStream_t a, stream_ref b) noexcept { return a != b.handle_; }
 
  protected:
+  struct from_state_t {};
+  stream_ref(cudaStream_t handle, from_state_t) noexcept : handle_(handle) {}
+
+  /// The handle for a CUDA call; throws, naming `operation`, when there is none.
+  cudaStream_t native(const char* operation) const {
+    if (CURT_UNLIKELY(detail::is_state_handle(handle_)))
+      detail::throw_no_handle(handle_, "curt::stream", operation, __FILE__, __LINE__);
+    return handle_;
+  }
+
   void set_attribute(cudaStreamAttrID id, const cudaStreamAttrValue& value, const char* what) const {
-    detail::check_with(cudaStreamSetAttribute(handle_, id, &value),
+    detail::check_with(cudaStreamSetAttribute(native("set_attribute()"), id, &value),
                        [&] { return std::string("cudaStreamSetAttribute(stream, ") + what + ")"; },
                        __FILE__, __LINE__);
   }
   cudaStreamAttrValue attribute(cudaStreamAttrID id, const char* what) const {
     cudaStreamAttrValue value{};
-    detail::check_with(cudaStreamGetAttribute(handle_, id, &value),
+    detail::check_with(cudaStreamGetAttribute(native("attribute()"), id, &value),
                        [&] { return std::string("cudaStreamGetAttribute(stream, ") + what + ")"; },
                        __FILE__, __LINE__);
     return value;
   }
 
   cudaStream_t handle_;
+
+ private:
+  template <class Task>
+  void host_call_in_graph(Task* t, cudaGraph_t graph) const {
+    cudaUserObject_t owner = nullptr;
+    cudaError_t status = cudaUserObjectCreate(&owner, t, &Task::release_from_graph, 1,
+                                              cudaUserObjectNoDestructorSync);
+    if (CURT_UNLIKELY(status != cudaSuccess)) {
+      delete t;
+      detail::throw_error(status, "cudaUserObjectCreate(host function)", __FILE__, __LINE__);
+    }
+    status = cudaGraphRetainUserObject(graph, owner, 1, cudaGraphUserObjectMove);
+    if (CURT_UNLIKELY(status != cudaSuccess)) {
+      (void)cudaUserObjectRelease(owner, 1);  // frees the task (through the deferred queue)
+      detail::throw_error(status, "cudaGraphRetainUserObject(capturing graph, host function)",
+                          __FILE__, __LINE__);
+    }
+    // From here the graph owns the task, also if the node cannot be added.
+    detail::check(cudaLaunchHostFunc(handle_, &Task::run_in_graph, t),
+                  "cudaLaunchHostFunc(capturing stream, function)", __FILE__, __LINE__);
+  }
+
+  CURT_COLD void wait_through_temporary_event(cudaStream_t source) const {
+    cudaEvent_t e = nullptr;
+    detail::check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
+                  "cudaEventCreateWithFlags(wait event)", __FILE__, __LINE__);
+    cudaError_t status = cudaEventRecord(e, source);
+    if (status == cudaSuccess) status = cudaStreamWaitEvent(handle_, e, 0);
+    detail::check_noexcept(cudaEventDestroy(e), "cudaEventDestroy(wait event)", __FILE__, __LINE__);
+    detail::check(status, "cudaStreamWaitEvent(stream, other stream)", __FILE__, __LINE__);
+  }
 };
 
 /// An owning stream. Move-only; destroying it does not wait for its work (CUDA frees the stream
 /// once that work is done).
 class stream : public stream_ref {
  public:
-  /// Creates a stream on device `d`. `priority` must lie in d.stream_priority_range()
-  /// (lower numbers run first); out of range is an error, not clamped.
+  /// Creates a stream on device `d` (in the context current for d, else d's primary context).
+  /// `priority` must lie in d.stream_priority_range() (lower numbers run first); out of range is
+  /// an error, not clamped.
   explicit stream(curt::device d, stream_flags flags = stream_flags::non_blocking, int priority = 0)
-      : stream_ref(nullptr) {
+      : stream_ref(detail::state_handle<cudaStream_t>(detail::handle_state::empty), from_state_t{}) {
     const auto [greatest, least] = d.stream_priority_range();
     if (priority < greatest || priority > least)
-      throw cuda_error(cudaErrorInvalidValue,
-                       "curt::stream(device " + std::to_string(d.ordinal()) + ", priority " +
-                           std::to_string(priority) + ")",
-                       "priority " + std::to_string(priority) + " is outside the device's range [" +
-                           std::to_string(greatest) + ", " + std::to_string(least) +
-                           "] (lower numbers run first)",
-                       detail::location(__FILE__, __LINE__));
+      detail::raise(cudaErrorInvalidValue,
+                    "curt::stream(device " + std::to_string(d.ordinal()) + ", priority " +
+                        std::to_string(priority) + ")",
+                    "priority " + std::to_string(priority) + " is outside the device's range [" +
+                        std::to_string(greatest) + ", " + std::to_string(least) +
+                        "] (lower numbers run first)",
+                    __FILE__, __LINE__);
     device_guard guard(d);
+    cudaStream_t created = nullptr;
     detail::check_with(
-        cudaStreamCreateWithPriority(&handle_, static_cast<unsigned>(flags), priority),
+        cudaStreamCreateWithPriority(&created, static_cast<unsigned>(flags), priority),
         [&] {
           return "cudaStreamCreateWithPriority(flags " + std::to_string(unsigned(flags)) +
                  ", priority " + std::to_string(priority) + ", device " +
                  std::to_string(d.ordinal()) + ")";
         },
         __FILE__, __LINE__);
+    handle_ = created;
+  }
+  /// An empty owner: every use throws until a stream is assigned.
+  explicit stream(no_handle_t) noexcept
+      : stream_ref(detail::state_handle<cudaStream_t>(detail::handle_state::empty), from_state_t{}) {}
+
+  /// Takes ownership of a native stream (not a default stream, not null).
+  static stream from_native_handle(cudaStream_t handle) {
+    if (handle == nullptr || handle == cudaStreamLegacy || handle == cudaStreamPerThread ||
+        detail::is_state_handle(handle))
+      detail::raise(cudaErrorInvalidResourceHandle, "curt::stream::from_native_handle",
+                    "only a created stream can be owned, not a default stream or null", __FILE__,
+                    __LINE__);
+    return stream(handle);
   }
 
-  /// Takes ownership of a native stream.
-  static stream from_native_handle(cudaStream_t handle) noexcept { return stream(handle); }
-
-  stream(stream&& other) noexcept : stream_ref(std::exchange(other.handle_, nullptr)) {}
+  stream(stream&& other) noexcept
+      : stream_ref(other.take(detail::handle_state::moved_from), from_state_t{}) {}
   stream& operator=(stream&& other) noexcept {
     if (this != &other) {
       destroy();
-      handle_ = std::exchange(other.handle_, nullptr);
+      handle_ = other.take(detail::handle_state::moved_from);
     }
     return *this;
   }
@@ -320,48 +434,67 @@ class stream : public stream_ref {
   stream& operator=(const stream&) = delete;
   ~stream() { destroy(); }
 
-  /// Gives up ownership; the caller destroys the returned handle.
-  cudaStream_t release() noexcept { return std::exchange(handle_, nullptr); }
+  /// Gives up ownership; the caller destroys the returned handle. The owner is then "released".
+  cudaStream_t release() {
+    cudaStream_t h = native("release()");
+    handle_ = detail::state_handle<cudaStream_t>(detail::handle_state::released);
+    return h;
+  }
 
  private:
-  explicit stream(cudaStream_t handle) noexcept : stream_ref(handle) {}
+  explicit stream(cudaStream_t handle) noexcept : stream_ref(handle, from_state_t{}) {}
+  cudaStream_t take(detail::handle_state left) noexcept {
+    return std::exchange(handle_, detail::state_handle<cudaStream_t>(left));
+  }
   void destroy() noexcept {
-    if (!handle_) return;
-    if (std::exception_ptr lost = detail::host_errors().take(handle_)) {
-      try {
-        std::rethrow_exception(lost);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "curt: stream destroyed before synchronize(); its host function threw: %s\n",
-                     e.what());
-      } catch (...) {
-        std::fprintf(stderr, "curt: stream destroyed before synchronize(); its host function threw\n");
-      }
-    }
+    detail::deferred().drain();
+    if (detail::is_state_handle(handle_)) return;
+    detail::host_errors().stream_destroyed(handle_);
     detail::check_noexcept(cudaStreamDestroy(handle_), "cudaStreamDestroy(stream)", __FILE__,
                            __LINE__);
-    handle_ = nullptr;
+    handle_ = detail::state_handle<cudaStream_t>(detail::handle_state::empty);
   }
 };
 
 /// Times a region of work on a stream: records a start event now and a stop event at stop().
 ///   curt::stream_timer timer(stream);  ... enqueue work ...;  auto ms = timer.stop();
+/// Without blocking: timer.record_stop(); ... poll timer.ready() ...; auto ms = timer.elapsed();
 class stream_timer {
  public:
   explicit stream_timer(stream_ref s)
       : stream_(s), start_(s.device(), event_flags::timing), stop_(s.device(), event_flags::timing) {
     start_.record(stream_);
   }
-  /// Records the stop event (the first time), waits for it and returns the region's GPU time.
-  event_duration stop() {
-    if (!stopped_) {
-      stop_.record(stream_);
-      stopped_ = true;
-    }
+  /// Records the stop event now (once; later calls keep the first) and returns at once.
+  void record_stop() {
+    if (stopped_) return;
+    stop_.record(stream_);
+    stopped_ = true;
+  }
+  /// True once the region's work is done (record_stop() first).
+  bool ready() const {
+    require_stopped("ready()");
+    return stop_.ready();
+  }
+  /// The region's GPU time; waits for the region's work if it is not done yet.
+  event_duration elapsed() const {
+    require_stopped("elapsed()");
     stop_.synchronize();
-    return elapsed(start_, stop_);
+    return curt::elapsed(start_, stop_);
+  }
+  /// record_stop(), then elapsed(): waits and returns the region's GPU time.
+  event_duration stop() {
+    record_stop();
+    return elapsed();
   }
 
  private:
+  void require_stopped(const char* operation) const {
+    if (!stopped_)
+      detail::raise(cudaErrorNotReady, std::string("curt::stream_timer::") + operation,
+                    "the region has no end yet: call record_stop() (or stop()) first", __FILE__,
+                    __LINE__);
+  }
   stream_ref stream_;
   event start_;
   event stop_;
