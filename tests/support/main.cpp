@@ -15,8 +15,13 @@
 int main(int argc, char** argv) {
 #ifdef CURT_GPU_TEST
   std::string why = curt::no_device_reason();
+#ifdef CURT_GPU_TEST_MIN_DEVICES
+  if (why.empty() && curt::device_count() < CURT_GPU_TEST_MIN_DEVICES)
+    why = "needs " + std::to_string(CURT_GPU_TEST_MIN_DEVICES) + " CUDA devices, " +
+          std::to_string(curt::device_count()) + " visible";
+#endif
   if (!why.empty()) {
-    std::printf("no CUDA device: skipped (%s)\n", why.c_str());
+    std::printf("skipped: %s\n", why.c_str());
     return CURT_SKIP_CODE;
   }
 #endif
