@@ -476,7 +476,8 @@ TEST_CASE("from_native_handle adopts a raw event and release() gives it back") {
     CHECK(curt::elapsed(adopted, stop) >= curt::event_duration(1ms) - timer_slack);
     cudaEvent_t back = adopted.release();
     CHECK(back == raw);
-    CHECK(adopted.get() == nullptr);
+    CHECK_FALSE(adopted.valid());
+    CHECK_THROWS_WITH(adopted.get(), ContainsSubstring("released"));
   }  // the released wrapper destroys nothing
   CHECK(cudaEventQuery(raw) == cudaSuccess);
   REQUIRE(cudaEventRecord(raw, s) == cudaSuccess);
@@ -505,12 +506,14 @@ TEST_CASE("moving an event moves the handle, empties the source and destroys exa
     cudaEvent_t handle = a.get();
 
     curt::event b(std::move(a));
-    CHECK(a.get() == nullptr);  // NOLINT(bugprone-use-after-move): checking the moved-from state
+    CHECK_FALSE(a.valid());  // NOLINT(bugprone-use-after-move): the moved-from state
+    CHECK_THROWS_WITH(a.get(), ContainsSubstring("moved-from"));
     CHECK(b.get() == handle);
 
     curt::event c(d);
     c = std::move(b);  // destroys c's own event, takes b's
-    CHECK(b.get() == nullptr);  // NOLINT(bugprone-use-after-move)
+    CHECK_FALSE(b.valid());  // NOLINT(bugprone-use-after-move): the moved-from state
+    CHECK_THROWS_WITH(b.get(), ContainsSubstring("moved-from"));
     CHECK(c.get() == handle);
 
     curt::event& alias = c;

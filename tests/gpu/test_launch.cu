@@ -4,6 +4,7 @@
 #include <catch.hpp>
 #include <device_array.hpp>
 #include <expect.hpp>
+#include <host_helpers.hpp>
 
 #include <curt/event.hpp>
 #include <curt/launch.hpp>
@@ -14,11 +15,13 @@
 #include <unistd.h>  // environ
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace cg = cooperative_groups;
@@ -108,6 +111,27 @@ __global__ void pdl_primary(const float* in, float* mid, int n, unsigned long lo
     while (now - start < spin_ns) now = global_timer();
     end_times[blockIdx.x] = now;
   }
+}
+
+// saxpy held back until the host releases it: with `trigger` every thread first calls
+// cudaTriggerProgrammaticLaunchCompletion(); then thread 0 of each block spins on flags[0] (mapped
+// pinned memory, written by the host) until it is nonzero, or sets flags[1] after timeout_ns.
+__global__ void gated_saxpy(float a, const float* x, const float* y, float* out, std::size_t n,
+                            volatile unsigned* flags, unsigned long long timeout_ns, bool trigger) {
+  if (trigger) cudaTriggerProgrammaticLaunchCompletion();
+  if (threadIdx.x == 0) {
+    unsigned long long start = global_timer();
+    while (flags[0] == 0u) {
+      if (global_timer() - start > timeout_ns) {
+        flags[1] = 1u;
+        break;
+      }
+    }
+  }
+  __syncthreads();
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    out[i] = a * x[i] + y[i];
 }
 
 // Records when it started, waits for the primary, then transforms its results.
@@ -639,31 +663,79 @@ TEST_CASE("the other launch attributes are accepted by real launches") {
     require_close(out.download(), c.expected);
   }
   SECTION("launch completion and programmatic events") {
+    // The stream is held at a host gate before the launch, so the kernel has certainly not
+    // started when the event is first asked: an event the launch did not record (the attribute
+    // dropped) would read ready there. Once the gate opens the kernel's blocks start and spin on
+    // a host flag: the event fires while the stream is still busy. Then the kernel is released
+    // and its result checked against the CPU.
+    using namespace std::chrono_literals;
     saxpy_case c(static_cast<std::size_t>(random_int(100000, 200000)));
     device_array<float> x(c.x), y(c.y), out(c.n);
-    curt::event started(dev), triggered(dev);
-    curt::launch(s, curt::launch_config(dim3(curt::ceil_div(c.n, 256)), dim3(256)).launch_completion_event(started),
-                 saxpy, c.a, x.get(), y.get(), out.get(), c.n);
-    started.synchronize();
-    s.synchronize();
-    require_close(out.download(), c.expected);
-    CHECK(started.ready());
+    struct mapped_flags {
+      unsigned* host = nullptr;
+      mapped_flags() {
+        REQUIRE(cudaHostAlloc(reinterpret_cast<void**>(&host), 2 * sizeof(unsigned),
+                              cudaHostAllocMapped) == cudaSuccess);
+      }
+      ~mapped_flags() {
+        if (host) (void)cudaFreeHost(host);
+      }
+      mapped_flags(const mapped_flags&) = delete;
+      mapped_flags& operator=(const mapped_flags&) = delete;
+    } flags;
+    volatile unsigned* host_flags = flags.host;
+    unsigned* device_flags = nullptr;
+    REQUIRE(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_flags), flags.host, 0) ==
+            cudaSuccess);
+    // One block per multiprocessor: all of them resident at once, so all can start and spin.
+    const unsigned grid = static_cast<unsigned>(dev.multiprocessor_count());
+    const unsigned long long kernel_timeout_ns = 20'000'000'000ull;  // 20 s: never hang
 
-    out.poison();
-    curt::launch(s, curt::launch_config(dim3(curt::ceil_div(c.n, 256)), dim3(256)).programmatic_event(triggered),
-                 saxpy, c.a, x.get(), y.get(), out.get(), c.n);
-    triggered.synchronize();
-    s.synchronize();
-    require_close(out.download(), c.expected);
-    CHECK(triggered.ready());
+    enum variant { completion, programmatic_at_block_start, programmatic_triggered };
+    for (variant v : {completion, programmatic_at_block_start, programmatic_triggered}) {
+      const char* name = v == completion                    ? "launch completion event"
+                         : v == programmatic_at_block_start ? "programmatic event, at block start"
+                                                            : "programmatic event, triggered";
+      INFO(name);
+      out.poison();  // waits for the device: before the gate
+      host_flags[0] = 0u;
+      host_flags[1] = 0u;
+      curt::event e(dev);  // fresh, never recorded: it reads ready until a launch records it
+      REQUIRE(e.ready());
+      curt::launch_config config(dim3(grid), dim3(256));
+      if (v == completion) {
+        config.launch_completion_event(e);
+        REQUIRE(config.find(cudaLaunchAttributeLaunchCompletionEvent) != nullptr);
+      } else {
+        config.programmatic_event(e, v == programmatic_at_block_start);
+        const cudaLaunchAttribute* set = config.find(cudaLaunchAttributeProgrammaticEvent);
+        REQUIRE(set != nullptr);
+        CHECK(set->val.programmaticEvent.triggerAtBlockStart ==
+              (v == programmatic_at_block_start ? 1 : 0));
+      }
 
-    // Triggered at each block's start instead.
-    out.poison();
-    curt::launch(s, curt::launch_config(dim3(curt::ceil_div(c.n, 256)), dim3(256)).programmatic_event(triggered, true),
-                 saxpy, c.a, x.get(), y.get(), out.get(), c.n);
-    triggered.synchronize();
-    s.synchronize();
-    require_close(out.download(), c.expected);
+      bool ready_before_start = true, fired = false, stream_busy_when_fired = false;
+      {
+        curt_test::host_gate gate;
+        gate.block(s);
+        curt::launch(s, config, gated_saxpy, c.a, x.get(), y.get(), out.get(), c.n, device_flags,
+                     kernel_timeout_ns, v == programmatic_triggered);
+        ready_before_start = e.ready();
+        gate.open();
+        auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (!(fired = e.ready()) && std::chrono::steady_clock::now() < deadline)
+          std::this_thread::sleep_for(100us);
+        stream_busy_when_fired = !s.ready();  // the kernel still spins: it waits for us
+        host_flags[0] = 1u;                   // release the kernel
+        s.synchronize();
+      }
+      CHECK_FALSE(ready_before_start);
+      CHECK(fired);
+      CHECK(stream_busy_when_fired);
+      CHECK(host_flags[1] == 0u);  // released by the host, not by the kernel's timeout
+      CHECK(e.ready());
+      require_close(out.download(), c.expected);
+    }
   }
   SECTION("a preferred cluster shape beside the required one") {
     const dim3 grid(4 * static_cast<unsigned>(random_int(2, 16)));

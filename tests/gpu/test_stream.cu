@@ -308,7 +308,8 @@ TEST_CASE("from_native_handle adopts a raw stream and release() gives it back") 
 
     cudaStream_t back = adopted.release();
     CHECK(back == raw);
-    CHECK(adopted.get() == nullptr);
+    CHECK_FALSE(adopted.valid());
+    CHECK_THROWS_WITH(adopted.get(), ContainsSubstring("released"));
   }  // the released wrapper destroys nothing
   // Still alive, and still ours to destroy.
   CHECK(raw_stream_id(raw) == raw_id);
@@ -337,13 +338,15 @@ TEST_CASE("moving a stream moves the handle, empties the source and destroys exa
     unsigned long long id = a.id();
 
     curt::stream b(std::move(a));
-    CHECK(a.get() == nullptr);  // NOLINT(bugprone-use-after-move): checking the moved-from state
+    CHECK_FALSE(a.valid());  // NOLINT(bugprone-use-after-move): the moved-from state
+    CHECK_THROWS_WITH(a.get(), ContainsSubstring("moved-from"));
     CHECK(b.get() == handle);
     CHECK(b.id() == id);
 
     curt::stream c(d, curt::stream_flags::blocking);
     c = std::move(b);  // destroys c's own stream, takes b's
-    CHECK(b.get() == nullptr);  // NOLINT(bugprone-use-after-move)
+    CHECK_FALSE(b.valid());  // NOLINT(bugprone-use-after-move): the moved-from state
+    CHECK_THROWS_WITH(b.get(), ContainsSubstring("moved-from"));
     CHECK(c.get() == handle);
     CHECK(c.id() == id);
     CHECK(c.flags() == curt::stream_flags::non_blocking);

@@ -3,6 +3,7 @@
 #include <catch.hpp>
 #include <expect.hpp>
 
+#include <curt/cccl.hpp>
 #include <curt/event.hpp>
 #include <curt/stream.hpp>
 
@@ -151,9 +152,15 @@ TEST_CASE("stream_ref converts to and from cudaStream_t and compares by handle")
   CHECK(a == curt::stream_ref(fake_stream(value)));
   CHECK(curt::stream_ref(fake_stream(value + 16)) == c);
 
-  constexpr curt::stream_ref null_stream(nullptr);  // the constructor is constexpr
-  CHECK(null_stream.get() == nullptr);
-  CHECK(null_stream == curt::stream_ref(cudaStream_t{}));
+  // Literal 0 and nullptr are not streams; a raw handle that is 0 at run time is the default
+  // stream it means in this translation unit (legacy here), never a ref holding 0.
+  STATIC_REQUIRE_FALSE(std::is_constructible_v<curt::stream_ref, int>);
+  STATIC_REQUIRE_FALSE(std::is_constructible_v<curt::stream_ref, std::nullptr_t>);
+  STATIC_REQUIRE_FALSE(std::is_convertible_v<int, curt::stream_ref>);
+  cudaStream_t zero{};
+  curt::stream_ref from_zero(zero);
+  CHECK(from_zero.get() == cudaStreamLegacy);
+  CHECK(from_zero == curt::stream_ref::legacy_default());
 }
 
 TEST_CASE("the default streams are the runtime's special handles") {
@@ -162,8 +169,8 @@ TEST_CASE("the default streams are the runtime's special handles") {
   CHECK(legacy.get() == cudaStreamLegacy);
   CHECK(per_thread.get() == cudaStreamPerThread);
   CHECK(legacy != per_thread);
-  CHECK(legacy != curt::stream_ref(nullptr));
-  CHECK(per_thread != curt::stream_ref(nullptr));
+  CHECK(legacy != cudaStream_t{});
+  CHECK(per_thread != cudaStream_t{});
   CHECK(legacy == curt::stream_ref::legacy_default());
   CHECK(per_thread == curt::stream_ref::per_thread_default());
   cudaStream_t raw_legacy = legacy, raw_per_thread = per_thread;
@@ -171,7 +178,6 @@ TEST_CASE("the default streams are the runtime's special handles") {
   CHECK(raw_per_thread == cudaStreamPerThread);
 }
 
-#ifdef CURT_HAS_CCCL_STREAM_REF
 TEST_CASE("cccl() gives CCCL's cuda::stream_ref of the same stream, and only explicitly") {
   // Implicit conversions to both cudaStream_t and cuda::stream_ref would make calls that accept
   // either ambiguous: the CCCL one must be asked for.
@@ -184,19 +190,25 @@ TEST_CASE("cccl() gives CCCL's cuda::stream_ref of the same stream, and only exp
   CHECK(theirs.get() == fake_stream(value));
   CHECK(theirs == ::cuda::stream_ref(fake_stream(value)));
   CHECK(theirs != ::cuda::stream_ref(fake_stream(value + 16)));
+  CHECK(curt::to_cccl(ours).get() == fake_stream(value));
   CHECK(curt::stream_ref::legacy_default().cccl().get() == cudaStreamLegacy);
   CHECK(curt::stream_ref::per_thread_default().cccl().get() == cudaStreamPerThread);
-  // And back: CCCL's handle gives the same curt::stream_ref.
-  CHECK(curt::stream_ref(theirs.get()) == ours);
 }
-#else
-TEST_CASE("cccl() is absent without CCCL's <cuda/stream_ref>") {
-  WARN("<cuda/stream_ref> not found: curt::stream_ref::cccl() is not tested");
+
+TEST_CASE("a CCCL cuda::stream_ref converts implicitly to curt::stream_ref") {
+  STATIC_REQUIRE(std::is_convertible_v<::cuda::stream_ref, curt::stream_ref>);
+  std::uintptr_t value = random_handle_value();
+  ::cuda::stream_ref theirs(fake_stream(value));
+  curt::stream_ref ours = theirs;  // implicit
+  CHECK(ours.get() == fake_stream(value));
+  auto takes_curt = [](curt::stream_ref s) { return s.get(); };
+  CHECK(takes_curt(theirs) == fake_stream(value));
 }
-#endif
 
 TEST_CASE("event_ref wraps a handle without owning it and compares by handle") {
   STATIC_REQUIRE(std::is_convertible_v<cudaEvent_t, curt::event_ref>);
+  STATIC_REQUIRE_FALSE(std::is_constructible_v<curt::event_ref, int>);
+  STATIC_REQUIRE_FALSE(std::is_constructible_v<curt::event_ref, std::nullptr_t>);
   STATIC_REQUIRE(std::is_trivially_copyable_v<curt::event_ref>);
   STATIC_REQUIRE_FALSE(std::is_copy_constructible_v<curt::event>);
   STATIC_REQUIRE_FALSE(std::is_copy_assignable_v<curt::event>);

@@ -13,19 +13,19 @@ namespace curt_test {
 
 // Counts errors that destructors report instead of throwing (a double destroy would be one).
 inline std::atomic<int> destructor_errors{0};
-inline void count_destructor_error(const curt::cuda_error&) noexcept { destructor_errors.fetch_add(1); }
+inline void count_destructor_error(const std::exception&) noexcept { destructor_errors.fetch_add(1); }
 class destructor_error_counter {
  public:
-  destructor_error_counter() : previous_(curt::set_destructor_error_handler(&count_destructor_error)) {
+  destructor_error_counter() : previous_(curt::set_error_handler(&count_destructor_error)) {
     destructor_errors = 0;
   }
-  ~destructor_error_counter() { curt::set_destructor_error_handler(previous_); }
+  ~destructor_error_counter() { curt::set_error_handler(previous_); }
   destructor_error_counter(const destructor_error_counter&) = delete;
   destructor_error_counter& operator=(const destructor_error_counter&) = delete;
   int count() const { return destructor_errors.load(); }
 
  private:
-  curt::destructor_error_handler previous_;
+  curt::error_handler previous_;
 };
 
 // Holds a stream at a host function until open() (or a 30 s safety timeout), so the stream is

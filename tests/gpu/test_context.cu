@@ -1,0 +1,435 @@
+// Driver contexts: curt never leaves a context behind on a thread that had none, never replaces a
+// context the user made current, device_guard nests exactly, and stream.wait(stream) works in any
+// context, also after cudaDeviceReset (whose primary context keeps its handle but not its id).
+//
+// Kernels compute on fresh random inputs in [1, 2) into outputs poisoned with 0xFF bytes (NaN as
+// float) and are compared with the same arithmetic on the CPU. The producer in the cross-stream
+// checks spins on %globaltimer, so it takes the same wall time under compute-sanitizer.
+//
+// The cudaDeviceReset test case comes last (Catch2 runs test cases in declaration order): a
+// reset destroys everything on the device, so nothing of the other test cases may outlive it.
+// Driver functions are reached through CURT_DRIVER_CALL: no test links libcuda.
+#include <catch.hpp>
+#include <device_array.hpp>
+#include <expect.hpp>
+#include <host_helpers.hpp>
+
+#include <curt/detail/driver.hpp>
+#include <curt/device.hpp>
+#include <curt/event.hpp>
+#include <curt/launch.hpp>
+#include <curt/occupancy.hpp>
+#include <curt/stream.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using curt_test::device_array;
+
+// ---- device side ------------------------------------------------------------------------------
+
+__device__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// y[i] = a * x[i] + b, after every thread spun for delay_ns.
+__global__ void slow_affine(const float* x, float* y, int n, float a, float b,
+                            unsigned long long delay_ns) {
+  unsigned long long start = global_ns();
+  while (global_ns() - start < delay_ns) {
+  }
+  int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) y[i] = __fadd_rn(__fmul_rn(a, x[i]), b);
+}
+
+// out[i] = in[i] * in[i] + c.
+__global__ void square_plus(const float* in, float* out, int n, float c) {
+  int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) out[i] = __fadd_rn(__fmul_rn(in[i], in[i]), c);
+}
+
+// ---- host side --------------------------------------------------------------------------------
+
+constexpr int block_size = 256;
+unsigned blocks_for(int n) { return static_cast<unsigned>((n + block_size - 1) / block_size); }
+curt::launch_config config_for(int n) { return curt::launch_config(dim3(blocks_for(n)), dim3(block_size)); }
+
+float affine_ref(float x, float a, float b) { return a * x + b; }
+float square_plus_ref(float v, float c) { return v * v + c; }
+int random_size() { return curt_test::random_ints(1, 3000, 9000)[0]; }
+float random_coefficient() { return curt_test::random_floats(1, 0.5f, 2.0f)[0]; }
+
+CUcontext current_context() {
+  CUcontext context = nullptr;
+  CURT_DRIVER_CALL(cuCtxGetCurrent, 4000, &context);
+  return context;
+}
+
+CUcontext context_of(cudaStream_t s) {
+  CUcontext context = nullptr;
+  CURT_DRIVER_CALL(cuStreamGetCtx, 9020, s, &context);
+  return context;
+}
+
+// A driver context of device `ordinal`, made by the user (not the primary one); current after
+// creation, as cuCtxCreate leaves it. Destroyed (and so popped) by the destructor.
+class user_context {
+ public:
+  explicit user_context(int ordinal) {
+    CUdevice device = 0;
+    CURT_DRIVER_CALL(cuDeviceGet, 2000, &device, ordinal);
+    CURT_DRIVER_CALL(cuCtxCreate, 12050, &context_, nullptr, 0u, device);
+  }
+  ~user_context() {
+    curt::detail::check_noexcept(CURT_DRIVER_FUNCTION(cuCtxDestroy, 4000)(context_),
+                                 "cuCtxDestroy(test context)", __FILE__, __LINE__);
+  }
+  user_context(const user_context&) = delete;
+  user_context& operator=(const user_context&) = delete;
+  CUcontext get() const { return context_; }
+
+ private:
+  CUcontext context_ = nullptr;
+};
+
+void require_equal(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!curt_test::close(got[i], want[i], 1e-6)) {
+      if (bad++ == 0) first = i;
+    }
+  INFO(bad << " of " << got.size() << " differ; first at " << first << ": got " << got[first]
+            << ", want " << want[first]);
+  CHECK(bad == 0);
+}
+
+// A slow producer (curt::launch on `producer`) writes data = a * x + b; after
+// consumer.wait(producer) the consumer computes out = data * data + c and copies it back. Correct
+// only if the consumer really waited: without the wait it would read the poison while the
+// producer still spins. Buffers live in the context current on the calling thread.
+void check_wait_for_stream(curt::stream_ref producer, curt::stream_ref consumer,
+                           std::chrono::nanoseconds delay = 20ms) {
+  int n = random_size();
+  std::vector<float> x = curt_test::random_floats(std::size_t(n), 1.0f, 2.0f);
+  float a = random_coefficient(), b = random_coefficient(), c = random_coefficient();
+  device_array<float> dx(x), data(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
+  std::vector<float> back(std::size_t(n), -1.0f);
+
+  curt::launch(producer, config_for(n), slow_affine, dx.get(), data.get(), n, a, b,
+               static_cast<unsigned long long>(delay.count()));
+  consumer.wait(producer);
+  curt::launch(consumer, config_for(n), square_plus, data.get(), out.get(), n, c);
+  REQUIRE(cudaMemcpyAsync(back.data(), out.get(), out.bytes(), cudaMemcpyDeviceToHost, consumer) ==
+          cudaSuccess);
+  consumer.synchronize();
+
+  std::vector<float> want(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) want[i] = square_plus_ref(affine_ref(x[i], a, b), c);
+  require_equal(back, want);
+  CHECK(producer.ready());  // the consumer waited for it, so it is done
+  producer.synchronize();
+}
+
+// Runs `body` on a fresh std::thread (which has no current context) and rethrows what it threw.
+template <class Body>
+void on_fresh_thread(Body body) {
+  std::exception_ptr error;
+  std::thread t([&] {
+    try {
+      body();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  t.join();
+  if (error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      FAIL("the thread threw: " << e.what());
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a thread without a context keeps none: creation, queries, occupancy and launch") {
+  curt::device d(0);
+  int n = random_size();
+  std::vector<float> x = curt_test::random_floats(std::size_t(n), 1.0f, 2.0f);
+  float a = random_coefficient(), b = random_coefficient();
+  // Buffers made on this thread, in device 0's primary context, which curt's streams use too.
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  device_array<float> dx(x), dy(static_cast<std::size_t>(n));
+
+  // Steps are noted on the thread and checked here: Catch2 v2 assertions are not thread-safe.
+  std::vector<std::string> left_behind;       // documented to leave none: a failure
+  std::vector<std::string> undocumented;      // not covered by the rule: reported only
+  bool started_without = false;
+  int blocks_per_sm = -1;
+  cudaFuncAttributes attributes{};
+  std::size_t stack = 0;
+  curt::memory_info memory;
+  on_fresh_thread([&] {
+    started_without = current_context() == nullptr;
+    if (!started_without) return;
+    auto step = [&](std::vector<std::string>& list, const char* what) {
+      if (current_context() == nullptr) return;
+      list.push_back(what);
+      CURT_DRIVER_CALL(cuCtxSetCurrent, 4000, nullptr);  // go on from a clean thread
+    };
+    curt::stream s(d);
+    step(left_behind, "curt::stream(device)");
+    curt::event done(d);
+    step(left_behind, "curt::event(device)");
+    blocks_per_sm = curt::max_active_blocks_per_multiprocessor(d, slow_affine, block_size);
+    step(left_behind, "max_active_blocks_per_multiprocessor");
+    attributes = curt::kernel_attributes(d, slow_affine);
+    step(left_behind, "kernel_attributes");
+    stack = d.limit(cudaLimitStackSize);
+    step(left_behind, "device::limit");
+    memory = d.memory_info();
+    step(left_behind, "device::memory_info");
+    (void)d.stream_priority_range();
+    step(left_behind, "device::stream_priority_range");
+    (void)s.device();
+    step(left_behind, "stream::device");
+    curt::launch(s, config_for(n), slow_affine, dx.get(), dy.get(), n, a, b, 1'000'000ull);
+    step(left_behind, "curt::launch");
+    done.record(s);
+    step(undocumented, "event::record");
+    done.synchronize();
+    step(undocumented, "event::synchronize");
+    s.synchronize();
+    step(undocumented, "stream::synchronize");
+    (void)s.ready();
+    step(undocumented, "stream::ready");
+  });
+  REQUIRE(started_without);
+  for (const std::string& what : left_behind) {
+    FAIL_CHECK("left a context current on a thread that had none: " << what);
+  }
+  if (!undocumented.empty()) {
+    std::string list;
+    for (const std::string& what : undocumented) list += " " + what;
+    WARN("these made a context current on a thread that had none (not covered by curt's rule):"
+         << list);
+  }
+  CHECK(blocks_per_sm > 0);
+  CHECK(attributes.maxThreadsPerBlock >= block_size);
+  CHECK(stack > 0);
+  CHECK(memory.total == d.total_memory());
+  CHECK(memory.free > 0);
+  CHECK(memory.free <= memory.total);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  std::vector<float> want(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) want[i] = affine_ref(x[i], a, b);
+  require_equal(dy.download(), want);
+}
+
+TEST_CASE("streams and events made under a user's driver context belong to it and keep it current") {
+  curt::device d(0);
+  on_fresh_thread([&] {
+    REQUIRE(current_context() == nullptr);
+    user_context mine(0);
+    REQUIRE(mine.get() != nullptr);
+    REQUIRE(current_context() == mine.get());
+    {
+      curt::stream s(d), other(d);
+      CHECK(current_context() == mine.get());
+      CHECK(context_of(s) == mine.get());
+      CHECK(context_of(other) == mine.get());
+      curt::event e(d);
+      CHECK(current_context() == mine.get());
+
+      // Queries go through device_guard, which finds the user's context and leaves it alone.
+      CHECK(curt::max_active_blocks_per_multiprocessor(d, square_plus, block_size) > 0);
+      CHECK(curt::kernel_attributes(d, square_plus).maxThreadsPerBlock >= block_size);
+      CHECK(d.limit(cudaLimitStackSize) > 0);
+      CHECK(d.memory_info().total == d.total_memory());
+      {
+        curt::device_guard outer(d);
+        CHECK(current_context() == mine.get());
+        curt::device_guard inner(d);
+        CHECK(current_context() == mine.get());
+      }
+      CHECK(current_context() == mine.get());
+
+      // Work runs in the user's context: buffers, launch, an event recorded there, a wait.
+      int n = random_size();
+      std::vector<float> x = curt_test::random_floats(std::size_t(n), 1.0f, 2.0f);
+      float a = random_coefficient(), b = random_coefficient();
+      {
+        device_array<float> dx(x), dy(static_cast<std::size_t>(n));
+        curt::launch(s, config_for(n), slow_affine, dx.get(), dy.get(), n, a, b, 2'000'000ull);
+        e.record(s);  // throws if e were not of the stream's context
+        other.wait(e);
+        e.synchronize();
+        CHECK(e.ready());
+        std::vector<float> want(static_cast<std::size_t>(n));
+        for (int i = 0; i < n; ++i) want[i] = affine_ref(x[i], a, b);
+        require_equal(dy.download(), want);
+        CHECK(current_context() == mine.get());
+
+        // stream.wait(stream) across streams of the user's context.
+        check_wait_for_stream(s, other);
+        check_wait_for_stream(other, s, 10ms);
+        CHECK(current_context() == mine.get());
+      }
+    }
+    CHECK(current_context() == mine.get());
+  });
+  // The user's context is gone (cuCtxDestroy); a new one may reuse its handle: the per-thread wait
+  // event is checked against the context's id, so waits in the new one still work.
+  on_fresh_thread([&] {
+    for (int round = 0; round < 2; ++round) {
+      INFO("context " << round);
+      user_context mine(0);
+      {
+        curt::stream p(d), c(d);
+        REQUIRE(context_of(p) == mine.get());
+        check_wait_for_stream(p, c);
+      }
+      CHECK(current_context() == mine.get());
+    }
+  });
+}
+
+TEST_CASE("device_guard inside a pushed context of its device changes nothing; nested guards restore") {
+  curt::device d(0);
+  on_fresh_thread([&] {
+    REQUIRE(current_context() == nullptr);
+    CUdevice dev = 0;
+    CURT_DRIVER_CALL(cuDeviceGet, 2000, &dev, 0);
+    CUcontext primary = nullptr;
+    CURT_DRIVER_CALL(cuDevicePrimaryCtxRetain, 7000, &primary, dev);
+
+    // No context: the outer guard pushes the primary one, the inner one finds it, both restore.
+    {
+      curt::device_guard outer(d);
+      CHECK(current_context() == primary);
+      {
+        curt::device_guard inner(d);
+        CHECK(current_context() == primary);
+      }
+      CHECK(current_context() == primary);
+    }
+    CHECK(current_context() == nullptr);
+
+    // The primary context pushed by the user: guards push nothing, so one pop empties the stack.
+    CURT_DRIVER_CALL(cuCtxPushCurrent, 4000, primary);
+    {
+      curt::device_guard outer(d);
+      CHECK(current_context() == primary);
+      curt::device_guard inner(d);
+      CHECK(current_context() == primary);
+    }
+    CHECK(current_context() == primary);
+    CUcontext popped = nullptr;
+    CURT_DRIVER_CALL(cuCtxPopCurrent, 4000, &popped);
+    CHECK(popped == primary);
+    CHECK(current_context() == nullptr);
+
+    // A user's context under the primary one on the stack: the guard keeps the user's current.
+    CURT_DRIVER_CALL(cuCtxPushCurrent, 4000, primary);
+    {
+      user_context mine(0);  // pushed on top
+      REQUIRE(current_context() == mine.get());
+      {
+        curt::device_guard outer(d);
+        CHECK(current_context() == mine.get());
+        curt::device_guard inner(d);
+        CHECK(current_context() == mine.get());
+      }
+      CHECK(current_context() == mine.get());
+    }  // destroyed: popped, the primary context is current again
+    CHECK(current_context() == primary);
+    CURT_DRIVER_CALL(cuCtxPopCurrent, 4000, &popped);
+    CHECK(popped == primary);
+    CHECK(current_context() == nullptr);
+    CURT_DRIVER_CALL(cuDevicePrimaryCtxRelease, 11000, dev);
+  });
+}
+
+TEST_CASE("waiting on itself is a no-op that neither blocks nor fails") {
+  curt::device d(0);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  curt::stream s(d);
+  int n = random_size();
+  std::vector<float> x = curt_test::random_floats(std::size_t(n), 1.0f, 2.0f);
+  float a = random_coefficient(), b = random_coefficient(), c = random_coefficient();
+  device_array<float> dx(x), data(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
+  curt_test::host_gate gate;
+  gate.block(s);  // the stream is busy while it waits on itself
+  curt::launch(s, config_for(n), slow_affine, dx.get(), data.get(), n, a, b, 1'000'000ull);
+  auto start = std::chrono::steady_clock::now();
+  s.wait(s);
+  s.wait(curt::stream_ref(s.get()));
+  auto took = std::chrono::steady_clock::now() - start;
+  CHECK(took < 5s);  // returned without waiting for the gate
+  CHECK(cudaGetLastError() == cudaSuccess);
+  CHECK_FALSE(s.ready());
+  curt::launch(s, config_for(n), square_plus, data.get(), out.get(), n, c);
+  gate.open();
+  s.synchronize();
+  std::vector<float> want(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) want[i] = square_plus_ref(affine_ref(x[i], a, b), c);
+  require_equal(out.download(), want);
+}
+
+// Last in the file: cudaDeviceReset destroys everything on device 0.
+TEST_CASE("stream.wait(stream) works before and after cudaDeviceReset on the same thread") {
+  curt::device d(0);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  unsigned long long id_before = 0, id_after = 0;
+  CUcontext before = nullptr;
+  {
+    curt::stream p(d), c(d);
+    before = context_of(p);
+    CURT_DRIVER_CALL(cuCtxGetId, 12000, before, &id_before);
+    check_wait_for_stream(p, c);  // caches this thread's wait event of the primary context
+    check_wait_for_stream(c, p, 10ms);
+  }  // every owner is gone before the reset
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  REQUIRE(cudaDeviceReset() == cudaSuccess);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  {
+    curt::stream p(d), c(d);
+    CUcontext after = context_of(p);
+    CURT_DRIVER_CALL(cuCtxGetId, 12000, after, &id_after);
+    INFO("primary context " << before << " (id " << id_before << ") -> " << after << " (id "
+                            << id_after << ")");
+    CHECK(id_after != id_before);
+    // The cached event died with the reset: a wait through it would fail or not wait at all.
+    for (int round = 0; round < 2; ++round) {
+      INFO("round " << round);
+      check_wait_for_stream(p, c);
+    }
+    check_wait_for_stream(c, p, 10ms);
+    c.wait(c);
+    CHECK(cudaGetLastError() == cudaSuccess);
+  }
+  // A second reset, waited across from a fresh thread too (its own cached event).
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  REQUIRE(cudaDeviceReset() == cudaSuccess);
+  on_fresh_thread([&] {
+    curt::device_guard guard(d);  // buffers need a context on this thread
+    curt::stream p(d), c(d);
+    check_wait_for_stream(p, c);
+  });
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  {
+    curt::stream p(d), c(d);
+    check_wait_for_stream(p, c);
+  }
+}

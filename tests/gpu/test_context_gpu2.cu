@@ -1,0 +1,449 @@
+// Two devices: work on device 1 from a thread that never chose a device makes no context of
+// device 0; a refused launch is diagnosed on the stream's device; an event recorded on another
+// device's stream says which; stream.wait(stream) orders work across devices.
+//
+// Labelled gpu2: main() exits with the skip code where fewer than two devices are visible.
+//
+// The first check must run in a process where nothing has touched device 0 yet (main() only
+// called cudaGetDeviceCount, which makes no context). So the test case re-runs this executable
+// (/proc/self/exe) with only the hidden test case "[.][device1-child]" and checks its exit code
+// and output: that holds whatever the order of the test cases and whatever else ran before.
+// Driver functions are reached through CURT_DRIVER_CALL: no test links libcuda.
+#include <catch.hpp>
+#include <device_array.hpp>
+#include <expect.hpp>
+
+#include <curt/detail/driver.hpp>
+#include <curt/device.hpp>
+#include <curt/event.hpp>
+#include <curt/launch.hpp>
+#include <curt/occupancy.hpp>
+#include <curt/stream.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using curt_test::device_array;
+
+constexpr const char* child_test_name = "device 1 from a fresh thread (child)";
+constexpr const char* child_marker = "DEVICE1-CHILD-REACHED-ITS-END";
+
+// ---- device side ------------------------------------------------------------------------------
+
+__device__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// y[i] = a * x[i] + b, after every thread spun for delay_ns.
+__global__ void slow_affine(const float* x, float* y, int n, float a, float b,
+                            unsigned long long delay_ns) {
+  unsigned long long start = global_ns();
+  while (global_ns() - start < delay_ns) {
+  }
+  int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) y[i] = __fadd_rn(__fmul_rn(a, x[i]), b);
+}
+
+// out[i] = in[i] * in[i] + c.
+__global__ void square_plus(const float* in, float* out, int n, float c) {
+  int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) out[i] = __fadd_rn(__fmul_rn(in[i], in[i]), c);
+}
+
+// Rotates each block's slice of `in` through dynamic shared memory.
+__global__ void shared_rotate(const float* in, float* out, int count, int shift) {
+  extern __shared__ float smem[];
+  std::size_t base = std::size_t(blockIdx.x) * std::size_t(count);
+  for (int i = static_cast<int>(threadIdx.x); i < count; i += static_cast<int>(blockDim.x))
+    smem[i] = in[base + std::size_t(i)];
+  __syncthreads();
+  for (int i = static_cast<int>(threadIdx.x); i < count; i += static_cast<int>(blockDim.x))
+    out[base + std::size_t(i)] = smem[(i + shift) % count];
+}
+
+// ---- host side --------------------------------------------------------------------------------
+
+constexpr int block_size = 256;
+unsigned blocks_for(int n) { return static_cast<unsigned>((n + block_size - 1) / block_size); }
+curt::launch_config config_for(int n) { return curt::launch_config(dim3(blocks_for(n)), dim3(block_size)); }
+float affine_ref(float x, float a, float b) { return a * x + b; }
+float square_plus_ref(float v, float c) { return v * v + c; }
+int random_size() { return curt_test::random_ints(1, 3000, 9000)[0]; }
+float random_coefficient() { return curt_test::random_floats(1, 0.5f, 2.0f)[0]; }
+
+CUcontext current_context() {
+  CUcontext context = nullptr;
+  CURT_DRIVER_CALL(cuCtxGetCurrent, 4000, &context);
+  return context;
+}
+
+bool primary_active(int ordinal) {
+  CUdevice device = 0;
+  CURT_DRIVER_CALL(cuDeviceGet, 2000, &device, ordinal);
+  unsigned flags = 0;
+  int active = 0;
+  CURT_DRIVER_CALL(cuDevicePrimaryCtxGetState, 7000, device, &flags, &active);
+  return active != 0;
+}
+
+void require_equal(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!curt_test::close(got[i], want[i], 1e-6)) {
+      if (bad++ == 0) first = i;
+    }
+  INFO(bad << " of " << got.size() << " differ; first at " << first << ": got " << got[first]
+            << ", want " << want[first]);
+  CHECK(bad == 0);
+}
+
+struct child_result {
+  int exit_code = -1;
+  std::string output;
+};
+
+// Runs this executable again with only `test_name`, capturing stdout and stderr.
+child_result run_self(const std::string& test_name) {
+  std::array<char, 4096> path{};
+  ssize_t length = readlink("/proc/self/exe", path.data(), path.size() - 1);
+  REQUIRE(length > 0);
+  auto quote = [](const std::string& text) {
+    std::string quoted = "'";
+    for (char ch : text) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    return quoted + "'";
+  };
+  std::string command = quote(std::string(path.data(), static_cast<std::size_t>(length))) + " " +
+                        quote(test_name) + " 2>&1";
+  std::fflush(nullptr);
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  child_result result;
+  std::array<char, 4096> buffer{};
+  std::size_t got = 0;
+  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    result.output.append(buffer.data(), got);
+  int status = pclose(pipe);
+  REQUIRE(status != -1);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+// Runs `body` on a fresh std::thread (which has no current context) and rethrows what it threw.
+template <class Body>
+void on_fresh_thread(Body body) {
+  std::exception_ptr error;
+  std::thread t([&] {
+    try {
+      body();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  t.join();
+  if (error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      FAIL("the thread threw: " << e.what());
+    }
+  }
+}
+
+}  // namespace
+
+// Runs only in the child process (hidden): nothing in it has touched device 0.
+TEST_CASE("device 1 from a fresh thread (child)", "[.][device1-child]") {
+  REQUIRE(curt::device_count() >= 2);
+  REQUIRE_FALSE(primary_active(0));  // the premise: a process that has not used device 0
+  curt::device d1(1);
+  const int n = random_size();
+  std::vector<float> x = curt_test::random_floats(static_cast<std::size_t>(n), 1.0f, 2.0f);
+  const float a = random_coefficient(), b = random_coefficient(), c = random_coefficient();
+  std::vector<float> back(static_cast<std::size_t>(n), -1.0f);
+
+  // After each step: still no context on the thread, and none of device 0 anywhere.
+  std::vector<std::string> broken;
+  int blocks_per_sm = -1;
+  cudaFuncAttributes attributes{};
+  float ms = -1.0f;
+  bool runtime_woke_device_0 = false;  // by an observed (not judged) operation
+  on_fresh_thread([&] {
+    if (current_context() != nullptr) {
+      broken.push_back("the fresh thread had a context");
+      return;
+    }
+    // The documented rule: these leave no context behind and never wake device 0.
+    auto step = [&](const char* what) {
+      bool left = current_context() != nullptr, zero = primary_active(0) && !runtime_woke_device_0;
+      if (!left && !zero) return;
+      broken.push_back(std::string(what) + (left ? ": left a context current" : "") +
+                       (zero ? ": made device 0's primary context active" : ""));
+      if (left) CURT_DRIVER_CALL(cuCtxSetCurrent, 4000, nullptr);
+    };
+    // Operations on existing streams and events go to the runtime unchanged (documented): what
+    // the runtime does there is reported, not judged. They run after all judged steps.
+    auto observe = [&](const char* what) {
+      bool left = current_context() != nullptr, zero = primary_active(0);
+      std::printf("note: %s %s\n", what,
+                  left || zero ? (zero ? "made device 0's primary context active (runtime)"
+                                       : "left a context current (runtime)")
+                               : "left no context");
+      if (zero) runtime_woke_device_0 = true;
+      if (left) CURT_DRIVER_CALL(cuCtxSetCurrent, 4000, nullptr);
+    };
+    // Buffers of device 1, made and freed through a guard (raw runtime calls need a context).
+    float* dx = nullptr;
+    float* data = nullptr;
+    float* out = nullptr;
+    {
+      curt::device_guard guard(d1);
+      REQUIRE(cudaMalloc(&dx, sizeof(float) * x.size()) == cudaSuccess);
+      REQUIRE(cudaMalloc(&data, sizeof(float) * x.size()) == cudaSuccess);
+      REQUIRE(cudaMalloc(&out, sizeof(float) * x.size()) == cudaSuccess);
+      REQUIRE(cudaMemcpy(dx, x.data(), sizeof(float) * x.size(), cudaMemcpyHostToDevice) ==
+              cudaSuccess);
+      REQUIRE(cudaMemset(data, 0xFF, sizeof(float) * x.size()) == cudaSuccess);
+      REQUIRE(cudaMemset(out, 0xFF, sizeof(float) * x.size()) == cudaSuccess);
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    }
+    step("device_guard(device 1) and allocations under it");
+    {
+      curt::stream producer(d1), consumer(d1);
+      step("curt::stream(device 1)");
+      curt::event done(d1);
+      step("curt::event(device 1)");
+      blocks_per_sm = curt::max_active_blocks_per_multiprocessor(d1, slow_affine, block_size);
+      step("max_active_blocks_per_multiprocessor(device 1)");
+      attributes = curt::kernel_attributes(d1, square_plus);
+      step("kernel_attributes(device 1)");
+      (void)d1.limit(cudaLimitStackSize);
+      (void)d1.memory_info();
+      step("device 1 limit and memory_info");
+      (void)producer.device();
+      (void)producer.priority();
+      step("stream::device() and priority()");
+      curt::launch(producer, config_for(n), slow_affine, dx, data, n, a, b, 10'000'000ull);
+      step("curt::launch(device-1 stream)");
+      curt::launch(producer, config_for(n), square_plus, data, out, n, c);
+      step("curt::launch(device-1 stream), second");
+
+      consumer.wait(producer);
+      observe("stream.wait(stream) on device 1");
+      done.record(consumer);
+      observe("event::record(device-1 stream)");
+      done.synchronize();
+      observe("event::synchronize");
+      consumer.synchronize();
+      observe("stream::synchronize");
+      (void)producer.ready();
+      observe("stream::ready");
+      curt::stream_timer timer(consumer);
+      curt::launch(consumer, config_for(n), slow_affine, dx, data, n, a, b, 10'000'000ull);
+      ms = timer.stop().count();
+      observe("stream_timer and its stop()");
+    }
+    step("destroying streams and events of device 1");
+    {
+      curt::device_guard guard(d1);
+      REQUIRE(cudaMemcpy(back.data(), out, sizeof(float) * back.size(), cudaMemcpyDeviceToHost) ==
+              cudaSuccess);
+      REQUIRE(cudaFree(dx) == cudaSuccess);
+      REQUIRE(cudaFree(data) == cudaSuccess);
+      REQUIRE(cudaFree(out) == cudaSuccess);
+    }
+    step("copy back and free under device_guard(device 1)");
+  });
+  for (const std::string& what : broken) {
+    std::printf("broken: %s\n", what.c_str());
+    FAIL_CHECK(what);
+  }
+  CHECK((runtime_woke_device_0 || !primary_active(0)));
+  CHECK(blocks_per_sm > 0);
+  CHECK(attributes.maxThreadsPerBlock >= block_size);
+  CHECK(ms >= 10.0f * 0.9f);  // the timer covered the 10 ms producer the consumer waited for
+  std::vector<float> want(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) want[i] = square_plus_ref(affine_ref(x[i], a, b), c);
+  require_equal(back, want);
+  std::printf("%s\n", child_marker);
+  std::fflush(stdout);
+}
+
+TEST_CASE("work on device 1 from a fresh thread leaves no context and never wakes device 0") {
+  REQUIRE(curt::device_count() >= 2);
+  child_result child = run_self(child_test_name);
+  INFO("child output:\n" << child.output);
+  CHECK(child.exit_code == 0);
+  CHECK(child.output.find(child_marker) != std::string::npos);
+}
+
+TEST_CASE("nested device_guards of two devices restore each context exactly") {
+  REQUIRE(curt::device_count() >= 2);
+  curt::device d0(0), d1(1);
+  on_fresh_thread([&] {
+    REQUIRE(current_context() == nullptr);
+    CUcontext zero = nullptr, one = nullptr;
+    {
+      curt::device_guard outer(d0);
+      zero = current_context();
+      REQUIRE(zero != nullptr);
+      {
+        curt::device_guard inner(d1);
+        one = current_context();
+        CHECK(one != nullptr);
+        CHECK(one != zero);
+        {
+          curt::device_guard innermost(d0);
+          CHECK(current_context() == zero);
+        }
+        CHECK(current_context() == one);
+      }
+      CHECK(current_context() == zero);
+    }
+    CHECK(current_context() == nullptr);
+  });
+}
+
+TEST_CASE("a refused launch is diagnosed on the stream's device, not the current one",
+          "[api-error]") {
+  REQUIRE(curt::device_count() >= 2);
+  curt::device d0(0), d1(1);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  const int count = 64 * 1024 / int(sizeof(float));  // 64 KiB of shared memory per block
+  const std::size_t bytes = std::size_t(count) * sizeof(float);
+  const unsigned blocks = static_cast<unsigned>(curt_test::random_ints(1, 2, 8)[0]);
+  const int shift = curt_test::random_ints(1, 1, count - 1)[0];
+  std::vector<float> in = curt_test::random_floats(std::size_t(count) * blocks, 1.0f, 2.0f);
+  std::vector<float> expected(in.size());
+  for (unsigned b = 0; b < blocks; ++b)
+    for (int i = 0; i < count; ++i)
+      expected[std::size_t(b) * count + std::size_t(i)] =
+          in[std::size_t(b) * count + std::size_t((i + shift) % count)];
+  const curt::launch_config config(dim3(blocks), dim3(256), bytes);
+
+  // Device 0 only: its limit for this kernel is raised to 100 KiB; device 1 keeps the default.
+  curt::set_max_dynamic_shared_memory(d0, shared_rotate, 100 * 1024);
+  CHECK(curt::kernel_attributes(d0, shared_rotate).maxDynamicSharedSizeBytes == 100 * 1024);
+  const int limit1 = curt::kernel_attributes(d1, shared_rotate).maxDynamicSharedSizeBytes;
+  REQUIRE(limit1 == 48 * 1024);
+
+  {
+    // On device 0 the launch works.
+    curt::stream s0(d0);
+    device_array<float> d_in(in), d_out(in.size());
+    curt::launch(s0, config, shared_rotate, d_in.get(), d_out.get(), count, shift);
+    s0.synchronize();
+    std::vector<float> out = d_out.download();
+    CHECK(out == expected);
+  }
+
+  // On a device-1 stream, with device 0 current, the driver refuses; curt reads device 1's limit.
+  curt::stream s1(d1);
+  float* in1 = nullptr;
+  float* out1 = nullptr;
+  {
+    curt::device_guard guard(d1);
+    REQUIRE(cudaMalloc(&in1, bytes * blocks) == cudaSuccess);
+    REQUIRE(cudaMalloc(&out1, bytes * blocks) == cudaSuccess);
+  }
+  const std::string want = std::to_string(bytes) +
+                           " B of dynamic shared memory exceeds this kernel's limit of " +
+                           std::to_string(limit1) + " B";
+  try {
+    curt::launch(s1, config, shared_rotate, in1, out1, count, shift);
+    FAIL("a launch with 64 KiB over device 1's 48 KiB limit was not refused");
+  } catch (const curt::cuda_error& error) {
+    INFO("what(): " << error.what());
+    CHECK_THAT(error.what(), ContainsSubstring(want));
+    CHECK_THAT(error.what(), ContainsSubstring("shared_rotate"));
+  }
+  CHECK(cudaGetLastError() == cudaSuccess);
+  {
+    curt::device_guard guard(d1);
+    CHECK(cudaFree(in1) == cudaSuccess);
+    CHECK(cudaFree(out1) == cudaSuccess);
+  }
+  int current = -1;
+  REQUIRE(cudaGetDevice(&current) == cudaSuccess);
+  CHECK(current == 0);
+}
+
+TEST_CASE("recording an event of device 0 on a stream of device 1 says which device the stream is on",
+          "[api-error]") {
+  REQUIRE(curt::device_count() >= 2);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  curt::device d0(0), d1(1);
+  curt::event e0(d0);
+  curt::stream s1(d1), s0(d0);
+  curt_test::require_cuda_error([&] { e0.record(s1); }, cudaErrorInvalidResourceHandle,
+                                {"cudaEventRecord", "device 1",
+                                 "only on a stream of the device and context it was created in"});
+  curt_test::require_cuda_error([&] { s1.record(e0); }, cudaErrorInvalidResourceHandle,
+                                {"this stream is on device 1"});
+  CHECK(cudaGetLastError() == cudaSuccess);
+  // The event still works on its own device's stream.
+  e0.record(s0);
+  e0.synchronize();
+  CHECK(e0.ready());
+}
+
+TEST_CASE("stream.wait(stream) orders a consumer on device 1 after a producer on device 0") {
+  REQUIRE(curt::device_count() >= 2);
+  curt::device d0(0), d1(1);
+  int can_access = 0;
+  REQUIRE(cudaDeviceCanAccessPeer(&can_access, 1, 0) == cudaSuccess);
+  if (can_access) {
+    REQUIRE(cudaSetDevice(1) == cudaSuccess);
+    cudaError_t status = cudaDeviceEnablePeerAccess(0, 0);
+    if (status == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
+    else REQUIRE(status == cudaSuccess);
+  }
+  INFO("device 1 " << (can_access ? "reads device 0's memory directly" : "copies through cudaMemcpyPeerAsync"));
+
+  for (int round = 0; round < 2; ++round) {
+    INFO("round " << round);
+    const int n = random_size();
+    std::vector<float> x = curt_test::random_floats(static_cast<std::size_t>(n), 1.0f, 2.0f);
+    const float a = random_coefficient(), b = random_coefficient(), c = random_coefficient();
+    REQUIRE(cudaSetDevice(0) == cudaSuccess);
+    device_array<float> dx(x), data(static_cast<std::size_t>(n));
+    REQUIRE(cudaSetDevice(1) == cudaSuccess);
+    device_array<float> copy(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
+    REQUIRE(cudaSetDevice(0) == cudaSuccess);  // the current device is the producer's
+    curt::stream producer(d0), consumer(d1);
+    std::vector<float> back(static_cast<std::size_t>(n), -1.0f);
+
+    curt::launch(producer, config_for(n), slow_affine, dx.get(), data.get(), n, a, b,
+                 20'000'000ull);
+    consumer.wait(producer);
+    const float* source = data.get();
+    if (!can_access) {
+      REQUIRE(cudaMemcpyPeerAsync(copy.get(), 1, data.get(), 0, data.bytes(), consumer) ==
+              cudaSuccess);
+      source = copy.get();
+    }
+    curt::launch(consumer, config_for(n), square_plus, source, out.get(), n, c);
+    REQUIRE(cudaMemcpyAsync(back.data(), out.get(), out.bytes(), cudaMemcpyDeviceToHost,
+                            consumer) == cudaSuccess);
+    consumer.synchronize();
+    std::vector<float> want(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i)
+      want[i] = square_plus_ref(affine_ref(x[i], a, b), c);
+    require_equal(back, want);
+    CHECK(producer.ready());
+    producer.synchronize();
+  }
+}

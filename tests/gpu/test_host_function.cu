@@ -1,0 +1,713 @@
+// Host functions (stream_ref::host_call) beyond the basics of test_stream.cu: under stream capture
+// (a host node that runs on every launch of the graph and is owned by the graph), exceptions keyed
+// by stream id (never by a reused handle value or thread id), captures destroyed on a user thread
+// (so they may own CUDA resources), and failures that leak nothing.
+//
+// Kernels compute on fresh random inputs into outputs poisoned first (all bytes 0xFF, -1 as int)
+// and are compared with the CPU. Asynchronous destruction is polled with a timeout.
+//
+// Test cases tagged [api-error] make CUDA calls fail on purpose (see test_stream.cu).
+#include <catch.hpp>
+#include <device_array.hpp>
+#include <expect.hpp>
+#include <host_helpers.hpp>
+
+#include <curt/device.hpp>
+#include <curt/event.hpp>
+#include <curt/launch.hpp>
+#include <curt/stream.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using curt_test::device_array;
+using curt_test::host_gate;
+
+// ---- device side ------------------------------------------------------------------------------
+
+__device__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// y[i] = a * x[i] + b, after every thread spun for delay_ns.
+__global__ void affine(const int* x, int* y, int n, int a, int b, unsigned long long delay_ns) {
+  unsigned long long start = global_ns();
+  while (global_ns() - start < delay_ns) {
+  }
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + b;
+}
+
+// ---- host side --------------------------------------------------------------------------------
+
+constexpr int block_size = 256;
+
+curt::launch_config config_for(int n) {
+  return curt::launch_config(dim3(static_cast<unsigned>(curt::ceil_div(n, block_size))),
+                             dim3(block_size));
+}
+
+int random_size() { return curt_test::random_ints(1, 1000, 5000)[0]; }
+int random_coefficient() { return curt_test::random_ints(1, 2, 50)[0]; }
+std::vector<int> random_inputs(int n) { return curt_test::random_ints(std::size_t(n), 0, 100000); }
+std::vector<int> affine_ref(const std::vector<int>& x, int a, int b) {
+  std::vector<int> y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) y[i] = a * x[i] + b;
+  return y;
+}
+
+// Pinned host memory, poisoned (0xFF bytes) when made and on request.
+class pinned_ints {
+ public:
+  explicit pinned_ints(int n) : n_(n) {
+    CURT_CHECK(cudaMallocHost(&p_, bytes()));
+    poison();
+  }
+  ~pinned_ints() {
+    if (p_) curt::detail::check_noexcept(cudaFreeHost(p_), "cudaFreeHost(test)", __FILE__, __LINE__);
+  }
+  pinned_ints(const pinned_ints&) = delete;
+  pinned_ints& operator=(const pinned_ints&) = delete;
+  int* get() const { return p_; }
+  std::size_t bytes() const { return std::size_t(n_) * sizeof(int); }
+  void poison() const { std::memset(static_cast<void*>(p_), 0xFF, bytes()); }
+  std::vector<int> to_vector() const { return std::vector<int>(p_, p_ + n_); }
+
+ private:
+  int* p_ = nullptr;
+  int n_;
+};
+
+// Counts destructions of the one live copy of a callable's capture, and the thread it ran on.
+struct lifetime {
+  std::atomic<int> destroyed{0};
+  std::mutex mutex;
+  std::thread::id destroyed_on;
+};
+class probe {
+ public:
+  explicit probe(std::shared_ptr<lifetime> l) : l_(std::move(l)) {}
+  probe(probe&& other) noexcept : l_(std::move(other.l_)) {}
+  probe& operator=(probe&&) = delete;
+  probe(const probe&) = delete;
+  probe& operator=(const probe&) = delete;
+  ~probe() {
+    if (!l_) return;  // moved from
+    {
+      std::lock_guard<std::mutex> lock(l_->mutex);
+      l_->destroyed_on = std::this_thread::get_id();
+    }
+    l_->destroyed.fetch_add(1);
+  }
+
+ private:
+  std::shared_ptr<lifetime> l_;
+};
+
+// Records what curt hands to the error handler (on any thread).
+struct handled_errors {
+  std::atomic<int> count{0};
+  std::atomic<int> host_function_errors{0};
+  std::mutex mutex;
+  std::vector<std::string> messages;
+  std::vector<std::exception_ptr> originals;
+};
+handled_errors* current_errors = nullptr;
+void record_error(const std::exception& error) noexcept {
+  handled_errors* errors = current_errors;
+  if (!errors) return;
+  try {
+    std::lock_guard<std::mutex> lock(errors->mutex);
+    errors->messages.emplace_back(error.what());
+    if (auto* h = dynamic_cast<const curt::host_function_error*>(&error)) {
+      errors->originals.push_back(h->original());
+      errors->host_function_errors.fetch_add(1);
+    }
+  } catch (...) {
+  }
+  errors->count.fetch_add(1);
+}
+class error_recorder : public handled_errors {
+ public:
+  error_recorder() {
+    current_errors = this;
+    previous_ = curt::set_error_handler(&record_error);
+  }
+  ~error_recorder() {
+    curt::set_error_handler(previous_);
+    current_errors = nullptr;
+  }
+  error_recorder(const error_recorder&) = delete;
+  error_recorder& operator=(const error_recorder&) = delete;
+  std::string message(std::size_t i) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return i < messages.size() ? messages[i] : std::string();
+  }
+  std::exception_ptr original(std::size_t i) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return i < originals.size() ? originals[i] : nullptr;
+  }
+
+ private:
+  curt::error_handler previous_ = nullptr;
+};
+
+// Polls `done` for up to 20 s, calling `drain` (a curt drain point) between polls.
+template <class Done, class Drain>
+bool eventually(Done done, Drain drain) {
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    drain();
+    if (done()) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  drain();
+  return done();
+}
+
+class graph_failure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::string random_message(const char* prefix) {
+  return std::string(prefix) + " #" + std::to_string(curt_test::random_ints(1, 0, 1 << 30)[0]);
+}
+
+void end_capture(cudaStream_t s, cudaGraph_t* graph) {
+  REQUIRE(cudaStreamEndCapture(s, graph) == cudaSuccess);
+  REQUIRE(*graph != nullptr);
+}
+
+}  // namespace
+
+TEST_CASE("a host function captured into a graph runs on every launch and is freed with the graph") {
+  curt::device d(0);
+  curt::stream s(d);
+  int n = random_size();
+  int a = random_coefficient(), b = random_coefficient();
+  device_array<int> dx(static_cast<std::size_t>(n)), dy(static_cast<std::size_t>(n));
+  pinned_ints back(n);
+
+  struct observations {
+    std::atomic<int> calls{0};
+    std::mutex mutex;
+    std::vector<std::vector<int>> seen;
+  };
+  auto seen = std::make_shared<observations>();
+  auto life = std::make_shared<lifetime>();
+  const int* host_copy = back.get();
+
+  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  REQUIRE(s.is_capturing());
+  curt::launch(s, config_for(n), affine, dx.get(), dy.get(), n, a, b, 2'000'000ull);
+  REQUIRE(cudaMemcpyAsync(back.get(), dy.get(), dy.bytes(), cudaMemcpyDeviceToHost, s) ==
+          cudaSuccess);
+  s.host_call([seen, host_copy, n, p = probe(life)] {
+    seen->calls.fetch_add(1);
+    std::lock_guard<std::mutex> lock(seen->mutex);
+    seen->seen.emplace_back(host_copy, host_copy + n);
+  });
+  cudaGraph_t graph = nullptr;
+  end_capture(s, &graph);
+  CHECK_FALSE(s.is_capturing());
+  // Captured, not run.
+  CHECK(seen->calls.load() == 0);
+
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  // The executable graph keeps the function alive on its own.
+  REQUIRE(cudaGraphDestroy(graph) == cudaSuccess);
+  graph = nullptr;
+
+  std::vector<std::vector<int>> wants;
+  for (int launch = 0; launch < 3; ++launch) {
+    std::vector<int> x = random_inputs(n);
+    dx.upload(x);
+    dy.poison();
+    back.poison();
+    wants.push_back(affine_ref(x, a, b));
+    REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
+    s.synchronize();
+    CHECK(seen->calls.load() == launch + 1);
+  }
+  CHECK(seen->calls.load() == 3);
+  {
+    std::lock_guard<std::mutex> lock(seen->mutex);
+    REQUIRE(seen->seen.size() == 3);
+    for (std::size_t i = 0; i < 3; ++i) {
+      INFO("launch " << i);
+      CHECK(seen->seen[i] == wants[i]);
+    }
+  }
+  // Still owned by the executable graph: not freed, whatever drains.
+  std::this_thread::sleep_for(20ms);
+  s.synchronize();
+  s.host_call([] {});
+  s.synchronize();
+  CHECK(life->destroyed.load() == 0);
+
+  REQUIRE(cudaGraphExecDestroy(exec) == cudaSuccess);
+  CHECK(eventually([&] { return life->destroyed.load() >= 1; }, [&] { s.synchronize(); }));
+  std::this_thread::sleep_for(20ms);
+  s.synchronize();
+  CHECK(life->destroyed.load() == 1);
+  {
+    std::lock_guard<std::mutex> lock(life->mutex);
+    CHECK(life->destroyed_on == std::this_thread::get_id());
+  }
+  CHECK(seen->calls.load() == 3);  // and it never ran again
+}
+
+TEST_CASE("a captured host function is freed when the executable goes before the graph") {
+  curt::device d(0);
+  curt::stream s(d);
+  auto life = std::make_shared<lifetime>();
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  s.host_call([calls, p = probe(life)] { calls->fetch_add(1); });
+  cudaGraph_t graph = nullptr;
+  end_capture(s, &graph);
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
+  REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
+  s.synchronize();
+  CHECK(calls->load() == 2);
+  REQUIRE(cudaGraphExecDestroy(exec) == cudaSuccess);
+  std::this_thread::sleep_for(20ms);
+  s.synchronize();
+  CHECK(life->destroyed.load() == 0);  // the graph still holds it
+  REQUIRE(cudaGraphDestroy(graph) == cudaSuccess);
+  CHECK(eventually([&] { return life->destroyed.load() >= 1; }, [&] { s.synchronize(); }));
+  std::this_thread::sleep_for(20ms);
+  s.synchronize();
+  CHECK(life->destroyed.load() == 1);
+}
+
+TEST_CASE("a captured host function whose graph is never instantiated is freed with it") {
+  curt::device d(0);
+  curt::stream s(d);
+  auto life = std::make_shared<lifetime>();
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  s.host_call([calls, p = probe(life)] { calls->fetch_add(1); });
+  cudaGraph_t graph = nullptr;
+  end_capture(s, &graph);
+  s.synchronize();
+  CHECK(life->destroyed.load() == 0);
+  REQUIRE(cudaGraphDestroy(graph) == cudaSuccess);
+  // Freed at a drain point: here an event's synchronize().
+  curt::event e(d);
+  CHECK(eventually([&] { return life->destroyed.load() >= 1; }, [&] {
+    e.record(s);
+    e.synchronize();
+  }));
+  std::this_thread::sleep_for(20ms);
+  s.synchronize();
+  CHECK(life->destroyed.load() == 1);
+  CHECK(calls->load() == 0);  // never ran
+  {
+    std::lock_guard<std::mutex> lock(life->mutex);
+    CHECK(life->destroyed_on == std::this_thread::get_id());
+  }
+}
+
+TEST_CASE("an exception from a host function in a graph goes to the error handler, every launch") {
+  curt::device d(0);
+  curt::stream s(d);
+  error_recorder errors;
+  std::string message = random_message("graph node failure");
+  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  s.host_call([message] { throw graph_failure(message); });
+  cudaGraph_t graph = nullptr;
+  end_capture(s, &graph);
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+
+  REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
+  // The graph's exception is not the stream's: synchronize() does not rethrow it.
+  CHECK_NOTHROW(s.synchronize());
+  CHECK(errors.count.load() == 1);
+  CHECK(errors.host_function_errors.load() == 1);
+  std::string what = errors.message(0);
+  INFO("what(): " << what);
+  CHECK_THAT(what, ContainsSubstring(message));
+  CHECK_THAT(what, ContainsSubstring("in a graph"));
+  std::exception_ptr original = errors.original(0);
+  REQUIRE(original != nullptr);
+  try {
+    std::rethrow_exception(original);
+  } catch (const graph_failure& e) {
+    CHECK(std::string(e.what()) == message);
+  } catch (...) {
+    FAIL("original() is not the graph_failure the host function threw");
+  }
+
+  REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
+  CHECK_NOTHROW(s.synchronize());
+  CHECK(errors.count.load() == 2);
+  CHECK_THAT(errors.message(1), ContainsSubstring(message));
+
+  REQUIRE(cudaGraphExecDestroy(exec) == cudaSuccess);
+  REQUIRE(cudaGraphDestroy(graph) == cudaSuccess);
+  s.synchronize();
+  CHECK(errors.count.load() == 2);
+}
+
+TEST_CASE("an exception of a stream destroyed before its host function ran goes to the handler") {
+  curt::device d(0);
+  error_recorder errors;
+  std::string message = random_message("late failure");
+  auto ran = std::make_shared<std::atomic<bool>>(false);
+  unsigned long long id = 0;
+  // A gate like host_gate's, with a short safety timeout: under compute-sanitizer
+  // cudaStreamDestroy waits for the stream's work, so the gate opens by its timeout there.
+  auto open = std::make_shared<std::atomic<bool>>(false);
+  {
+    curt::stream s(d);
+    id = s.id();
+    s.host_call([open] {
+      auto deadline = std::chrono::steady_clock::now() + 3s;
+      while (!open->load() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(50us);
+    });
+    s.host_call([message, ran] {
+      ran->store(true);
+      throw std::runtime_error(message);
+    });
+  }  // destroyed without synchronize, the function (normally) still held at the gate
+  if (!ran->load()) {
+    CHECK(errors.count.load() == 0);
+  } else {
+    WARN("the stream's destruction waited for its work (a sanitizer?): the exception was kept "
+         "and reported by the destructor instead");
+  }
+  open->store(true);
+  CHECK(eventually([&] { return errors.count.load() >= 1; }, [] {}));
+  CHECK(ran->load());
+  std::this_thread::sleep_for(20ms);
+  CHECK(errors.count.load() == 1);
+  CHECK(errors.host_function_errors.load() == 1);
+  std::string what = errors.message(0);
+  INFO("what(): " << what);
+  CHECK_THAT(what, ContainsSubstring(message));
+  CHECK_THAT(what, ContainsSubstring("destroyed"));
+  CHECK_THAT(what, ContainsSubstring(std::to_string(id)));
+  std::exception_ptr original = errors.original(0);
+  REQUIRE(original != nullptr);
+  CHECK_THROWS_AS(std::rethrow_exception(original), std::runtime_error);
+
+  // Fresh streams (which reuse handle values) have nothing to rethrow.
+  std::vector<curt::stream> fresh;
+  for (int i = 0; i < 64; ++i) fresh.emplace_back(d);
+  for (auto& f : fresh) {
+    CHECK(f.id() != id);
+    CHECK_NOTHROW(f.synchronize());
+  }
+  fresh.clear();
+  CHECK(errors.count.load() == 1);
+}
+
+TEST_CASE("an exception kept for a stream destroyed before synchronize() goes to the handler") {
+  curt::device d(0);
+  error_recorder errors;
+  std::string message = random_message("kept failure");
+  auto ran = std::make_shared<std::atomic<bool>>(false);
+  std::vector<cudaStream_t> handles;
+  {
+    curt::stream s(d);
+    handles.push_back(s.get());
+    s.host_call([message, ran] {
+      ran->store(true);
+      throw std::runtime_error(message);
+    });
+    // Wait for it through an event: that does not take the stream's exception.
+    curt::event done(d);
+    done.record(s);
+    done.synchronize();
+    CHECK(ran->load());
+    CHECK(errors.count.load() == 0);
+  }
+  // Reported by the destructor itself.
+  CHECK(errors.count.load() == 1);
+  CHECK(errors.host_function_errors.load() == 1);
+  std::string what = errors.message(0);
+  INFO("what(): " << what);
+  CHECK_THAT(what, ContainsSubstring(message));
+  CHECK_THAT(what, ContainsSubstring("destroyed"));
+
+  std::vector<curt::stream> fresh;
+  for (int i = 0; i < 64; ++i) fresh.emplace_back(d);
+  for (auto& f : fresh) CHECK_NOTHROW(f.synchronize());
+  CHECK(errors.count.load() == 1);
+}
+
+TEST_CASE("a thread's per-thread stream does not inherit an earlier thread's host exception") {
+  curt::device d(0);
+  error_recorder errors;
+  std::string message = random_message("per-thread failure");
+
+  unsigned long long first_id = 0;
+  bool first_ran = false;
+  std::exception_ptr first_failure;
+  std::thread first([&] {
+    try {
+      curt::stream_ref pt = curt::stream_ref::per_thread_default();
+      first_id = pt.id();
+      auto ran = std::make_shared<std::atomic<bool>>(false);
+      pt.host_call([message, ran] {
+        ran->store(true);
+        throw std::runtime_error(message);
+      });
+      curt::event done(d);
+      done.record(pt);
+      done.synchronize();
+      first_ran = ran->load();
+    } catch (...) {
+      first_failure = std::current_exception();
+    }
+  });
+  first.join();
+  if (first_failure) std::rethrow_exception(first_failure);
+  REQUIRE(first_ran);
+
+  unsigned long long second_id = 0;
+  bool second_threw_unexpectedly = false;
+  std::string unexpected;
+  int control_rethrows = 0;
+  bool control_message_ok = false;
+  bool second_sync_clean = false;
+  std::exception_ptr second_failure;
+  std::thread second([&] {
+    try {
+      curt::stream_ref pt = curt::stream_ref::per_thread_default();
+      second_id = pt.id();
+      try {
+        pt.synchronize();
+      } catch (const std::exception& e) {
+        second_threw_unexpectedly = true;
+        unexpected = e.what();
+      }
+      // Control: its own exception is rethrown by its own synchronize(), once.
+      std::string own = message + " (second thread)";
+      pt.host_call([own] { throw std::runtime_error(own); });
+      try {
+        pt.synchronize();
+      } catch (const std::runtime_error& e) {
+        ++control_rethrows;
+        control_message_ok = std::string(e.what()) == own;
+      }
+      try {
+        pt.synchronize();
+        second_sync_clean = true;
+      } catch (...) {
+        ++control_rethrows;
+      }
+    } catch (...) {
+      second_failure = std::current_exception();
+    }
+  });
+  second.join();
+  if (second_failure) std::rethrow_exception(second_failure);
+  INFO("unexpected exception: " << unexpected);
+  CHECK_FALSE(second_threw_unexpectedly);
+  CHECK(second_id != first_id);
+  CHECK(control_rethrows == 1);
+  CHECK(control_message_ok);
+  CHECK(second_sync_clean);
+  // Not destroyed by curt: nothing was reported either.
+  CHECK(errors.count.load() == 0);
+}
+
+TEST_CASE("a stream's own exception is rethrown exactly once, by its own synchronize()") {
+  curt::device d(0);
+  error_recorder errors;
+  std::string message = random_message("own failure");
+  curt::stream s(d);
+  curt::stream other(d);
+  s.host_call([message] { throw graph_failure(message); });
+  other.host_call([] {});
+  CHECK_NOTHROW(other.synchronize());
+  try {
+    s.synchronize();
+    FAIL("synchronize() did not rethrow the host function's exception");
+  } catch (const graph_failure& e) {
+    CHECK(std::string(e.what()) == message);
+  }
+  CHECK_NOTHROW(s.synchronize());
+  CHECK(errors.count.load() == 0);
+}
+
+TEST_CASE("host functions destroy their captures on a user thread, so they may own CUDA resources") {
+  curt::device d(0);
+  curt::stream s(d);
+  error_recorder errors;
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+
+  int n = random_size();
+  int a = random_coefficient(), b = random_coefficient();
+  std::vector<int> x = random_inputs(n);
+  device_array<int> dx(x), dy(static_cast<std::size_t>(n));
+  pinned_ints back(n);
+
+  curt::event owned_event(d);
+  curt::stream owned_stream(d);
+  // The captured stream has work of its own, done before the host function runs.
+  curt::launch(owned_stream, config_for(n), affine, dx.get(), dy.get(), n, a, b, 1'000'000ull);
+  owned_event.record(owned_stream);
+  s.wait(owned_event);
+  REQUIRE(cudaMemcpyAsync(back.get(), dy.get(), dy.bytes(), cudaMemcpyDeviceToHost, s) ==
+          cudaSuccess);
+
+  auto life = std::make_shared<lifetime>();
+  auto token = std::make_shared<int>(0);
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  auto seen = std::make_shared<std::vector<int>>();
+  const int* host_copy = back.get();
+  s.host_call([e = std::move(owned_event), st = std::move(owned_stream), p = probe(life), token,
+               calls, seen, host_copy, n] {
+    // Owned here, valid, and never used for CUDA calls on this thread.
+    if (e.valid() && st.valid()) seen->assign(host_copy, host_copy + n);
+    calls->fetch_add(1);
+  });
+  CHECK_FALSE(owned_event.valid());
+  CHECK_FALSE(owned_stream.valid());
+  CHECK(token.use_count() == 2);  // the test's and the callable's
+  s.synchronize();
+
+  CHECK(calls->load() == 1);
+  CHECK(*seen == affine_ref(x, a, b));
+  CHECK(life->destroyed.load() == 1);
+  CHECK(token.use_count() == 1);
+  {
+    std::lock_guard<std::mutex> lock(life->mutex);
+    CHECK(life->destroyed_on == std::this_thread::get_id());
+  }
+  // cudaEventDestroy and cudaStreamDestroy ran where CUDA calls are allowed: nothing reported,
+  // no error left behind.
+  CHECK(errors.count.load() == 0);
+  CHECK(cudaGetLastError() == cudaSuccess);
+  // The stream still works.
+  dy.poison();
+  back.poison();
+  curt::launch(s, config_for(n), affine, dx.get(), dy.get(), n, b, a, 0ull);
+  REQUIRE(cudaMemcpyAsync(back.get(), dy.get(), dy.bytes(), cudaMemcpyDeviceToHost, s) ==
+          cudaSuccess);
+  s.synchronize();
+  CHECK(back.to_vector() == affine_ref(x, b, a));
+  CHECK(errors.count.load() == 0);
+}
+
+TEST_CASE("a host function's capture is destroyed by the stream's destructor without synchronize") {
+  curt::device d(0);
+  error_recorder errors;
+  auto life = std::make_shared<lifetime>();
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  {
+    curt::stream s(d);
+    curt::event inner(d);
+    s.host_call([e = std::move(inner), p = probe(life), calls] { calls->fetch_add(1); });
+    curt::event done(d);
+    done.record(s);
+    // Wait for it through cudaEventSynchronize directly: not a curt drain point.
+    REQUIRE(cudaEventSynchronize(done.get()) == cudaSuccess);
+    CHECK(calls->load() == 1);
+  }  // the stream's destructor drains
+  CHECK(life->destroyed.load() == 1);
+  {
+    std::lock_guard<std::mutex> lock(life->mutex);
+    CHECK(life->destroyed_on == std::this_thread::get_id());
+  }
+  CHECK(errors.count.load() == 0);
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+TEST_CASE("a trivially destructible host function runs and sees the work before it") {
+  curt::device d(0);
+  curt::stream s(d);
+  int n = random_size();
+  int a = random_coefficient(), b = random_coefficient();
+  std::vector<int> x = random_inputs(n);
+  device_array<int> dx(x), dy(static_cast<std::size_t>(n));
+  pinned_ints back(n);
+  std::vector<int> seen(static_cast<std::size_t>(n), -1);
+  std::atomic<int> calls{0};
+
+  curt::launch(s, config_for(n), affine, dx.get(), dy.get(), n, a, b, 2'000'000ull);
+  REQUIRE(cudaMemcpyAsync(back.get(), dy.get(), dy.bytes(), cudaMemcpyDeviceToHost, s) ==
+          cudaSuccess);
+  int* out = seen.data();
+  const int* in = back.get();
+  std::atomic<int>* counter = &calls;
+  auto function = [out, in, n, counter] {
+    std::memcpy(out, in, std::size_t(n) * sizeof(int));
+    counter->fetch_add(1);
+  };
+  static_assert(std::is_trivially_destructible_v<decltype(function)>);
+  s.host_call(function);
+  s.synchronize();
+  CHECK(calls.load() == 1);
+  CHECK(seen == affine_ref(x, a, b));
+}
+
+TEST_CASE("host_call on an invalidated capture throws and leaks nothing", "[api-error]") {
+  curt::device d(0);
+  curt::stream s(d);
+  error_recorder errors;
+  auto life = std::make_shared<lifetime>();
+  auto calls = std::make_shared<std::atomic<int>>(0);
+
+  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  // Querying a capturing stream is not allowed and invalidates the capture.
+  CHECK(cudaStreamQuery(s.get()) != cudaSuccess);
+  (void)cudaGetLastError();
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  REQUIRE(cudaStreamIsCapturing(s.get(), &status) == cudaSuccess);
+  REQUIRE(status == cudaStreamCaptureStatusInvalidated);
+
+  bool threw = false;
+  try {
+    s.host_call([p = probe(life), calls] { calls->fetch_add(1); });
+  } catch (const curt::cuda_error& e) {
+    threw = true;
+    INFO("what(): " << e.what());
+    // Refused as a capture error (by cudaLaunchHostFunc, or already by cudaStreamGetId, which
+    // the 13.0 driver refuses on a stream whose capture was invalidated).
+    CHECK((e.status() == cudaErrorStreamCaptureInvalidated ||
+           e.status() == cudaErrorStreamCaptureUnsupported));
+  }
+  CHECK(threw);
+  // Freed at once, on this thread, and exactly once.
+  CHECK(life->destroyed.load() == 1);
+
+  cudaGraph_t graph = nullptr;
+  CHECK(cudaStreamEndCapture(s, &graph) == cudaErrorStreamCaptureInvalidated);
+  (void)cudaGetLastError();
+  CHECK(graph == nullptr);
+
+  // The stream works again, with nothing kept for it.
+  auto after = std::make_shared<std::atomic<int>>(0);
+  s.host_call([after] { after->fetch_add(1); });
+  CHECK_NOTHROW(s.synchronize());
+  CHECK(after->load() == 1);
+  CHECK(calls->load() == 0);
+  CHECK(life->destroyed.load() == 1);
+  CHECK(errors.count.load() == 0);
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
