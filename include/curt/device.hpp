@@ -361,6 +361,39 @@ class context_scope {
   bool pushed_ = false;
 };
 
+// The driver context a stream belongs to; null when it cannot be told (a default stream on a
+// thread with no context).
+inline CUcontext stream_context(cudaStream_t stream) noexcept {
+  CUcontext context = nullptr;
+  if (CURT_DRIVER_FUNCTION(cuStreamGetCtx, 9020)(stream, &context) != CUDA_SUCCESS) return nullptr;
+  return context;
+}
+
+/// On a thread with no current context, a runtime call on a stream would first make the current
+/// device's (device 0's) primary context current and leave it so: this makes the stream's own
+/// context current for the scope instead. One cuCtxGetCurrent when a context is current.
+class stream_context_scope {
+ public:
+  explicit stream_context_scope(cudaStream_t stream) {
+    if (CURT_LIKELY(current_context() != nullptr)) return;
+    CUcontext context = stream_context(stream);
+    if (context == nullptr) return;
+    CURT_DRIVER_CALL(cuCtxPushCurrent, 4000, context);
+    pushed_ = true;
+  }
+  ~stream_context_scope() {
+    if (!pushed_) return;
+    CUcontext popped = nullptr;
+    check_noexcept(CURT_DRIVER_FUNCTION(cuCtxPopCurrent, 4000)(&popped), "cuCtxPopCurrent",
+                   __FILE__, __LINE__);
+  }
+  stream_context_scope(const stream_context_scope&) = delete;
+  stream_context_scope& operator=(const stream_context_scope&) = delete;
+
+ private:
+  bool pushed_ = false;
+};
+
 }  // namespace detail
 
 /// Makes device `d` the target of runtime calls for a scope, through the driver: a context of

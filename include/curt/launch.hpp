@@ -327,15 +327,10 @@ inline std::string explain_launch_failure(const cudaLaunchConfig_t& config, cons
 }
 
 // cudaLaunchKernelEx on a thread with no current context would first make the current device's
-// (device 0's) primary context current: launch in the stream's context instead. One driver call
-// when a context is current.
+// (device 0's) primary context current: launch in the stream's context instead.
 inline cudaError_t launch_native(const cudaLaunchConfig_t& config, const void* kernel,
                                  void** arguments) {
-  if (CURT_LIKELY(current_context() != nullptr))
-    return cudaLaunchKernelExC(&config, kernel, arguments);
-  CUcontext context = stream_context(config.stream);
-  if (context == nullptr) return cudaLaunchKernelExC(&config, kernel, arguments);
-  context_scope in_stream_context(context);
+  stream_context_scope in_context(config.stream);
   return cudaLaunchKernelExC(&config, kernel, arguments);
 }
 

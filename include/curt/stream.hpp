@@ -68,27 +68,53 @@ struct is_cccl_stream_ref<
     R, std::void_t<decltype(std::declval<const R&>().wait()), decltype(std::declval<const R&>().ready())>>
     : std::is_same<decltype(std::declval<const R&>().get()), cudaStream_t> {};
 
-// The driver context a stream belongs to; null when it cannot be told (a default stream on a
-// thread with no context).
-inline CUcontext stream_context(cudaStream_t stream) noexcept {
-  CUcontext context = nullptr;
-  if (CURT_DRIVER_FUNCTION(cuStreamGetCtx, 9020)(stream, &context) != CUDA_SUCCESS) return nullptr;
-  return context;
-}
-
 // One reusable timing-free event per context and thread, for stream-on-stream waits:
 // cudaStreamWaitEvent takes the event's state when called, so recording it again is safe. An
 // entry is keyed by the context's handle and checked against its id, which is unique for the life
 // of the process: after cudaDeviceReset the primary context keeps its handle but not its id, and
-// the old event died with it.
+// the old event died with it. The stream waited on last is remembered, so waiting on it again
+// costs one driver call (the id check) instead of two.
 class wait_events {
  public:
-  cudaEvent_t for_context(CUcontext context) {
+  /// The event to record on `stream`; null when its context cannot be told. `remembered` says
+  /// whether it came from the last stream's entry: the handle may since name a stream of another
+  /// context, which the record then refuses (call forget_last() and ask again).
+  cudaEvent_t for_stream(cudaStream_t stream, bool& remembered) {
+    remembered = stream == last_stream_ && alive(last_);
+    if (remembered) return last_.event;
+    CUcontext context = stream_context(stream);
+    if (context == nullptr) return nullptr;
+    const entry& e = for_context(context);
+    bool special = stream == cudaStreamLegacy || stream == cudaStreamPerThread;  // per context
+    last_stream_ = special ? nullptr : stream;
+    last_ = e;
+    return e.event;
+  }
+  void forget_last() noexcept { last_stream_ = nullptr; }
+
+  ~wait_events() {
+    for (const entry& e : entries_)
+      if (alive(e))  // else the context is gone, and the event with it
+        check_noexcept(cudaEventDestroy(e.event), "cudaEventDestroy(wait event)", __FILE__, __LINE__);
+  }
+
+ private:
+  struct entry {
+    CUcontext context = nullptr;
+    unsigned long long id = 0;
+    cudaEvent_t event = nullptr;
+  };
+  static bool alive(const entry& e) noexcept {
+    unsigned long long id = 0;
+    return e.context != nullptr &&
+           CURT_DRIVER_FUNCTION(cuCtxGetId, 12000)(e.context, &id) == CUDA_SUCCESS && id == e.id;
+  }
+  const entry& for_context(CUcontext context) {
     unsigned long long id = 0;
     CURT_DRIVER_CALL(cuCtxGetId, 12000, context, &id);
     for (entry& e : entries_) {
       if (e.context != context) continue;
-      if (e.id == id) return e.event;
+      if (e.id == id) return e;
       e = entries_.back();  // stale: freed by a reset
       entries_.pop_back();
       break;
@@ -100,29 +126,17 @@ class wait_events {
             "cudaEventCreateWithFlags(wait event)", __FILE__, __LINE__);
     }
     entries_.push_back(fresh);
-    return fresh.event;
-  }
-  ~wait_events() {
-    for (const entry& e : entries_) {
-      unsigned long long id = 0;
-      if (CURT_DRIVER_FUNCTION(cuCtxGetId, 12000)(e.context, &id) != CUDA_SUCCESS || id != e.id)
-        continue;  // the context is gone, and the event with it
-      check_noexcept(cudaEventDestroy(e.event), "cudaEventDestroy(wait event)", __FILE__, __LINE__);
-    }
+    return entries_.back();
   }
 
- private:
-  struct entry {
-    CUcontext context;
-    unsigned long long id;
-    cudaEvent_t event;
-  };
   std::vector<entry> entries_;
+  cudaStream_t last_stream_ = nullptr;
+  entry last_;
 };
 
-inline cudaEvent_t wait_event(CUcontext context) {
+inline wait_events& thread_wait_events() {
   thread_local wait_events events;
-  return events.for_context(context);
+  return events;
 }
 
 }  // namespace detail
@@ -168,13 +182,18 @@ class stream_ref {
   /// Waits for all work on the stream, then rethrows an exception a host function on it threw.
   void synchronize() const {
     cudaStream_t h = native("synchronize()");
-    detail::check(cudaStreamSynchronize(h), "cudaStreamSynchronize(stream)", __FILE__, __LINE__);
+    {
+      detail::stream_context_scope in_context(h);
+      detail::check(cudaStreamSynchronize(h), "cudaStreamSynchronize(stream)", __FILE__, __LINE__);
+    }
     detail::deferred().drain();
     if (std::exception_ptr error = detail::host_errors().take(h)) std::rethrow_exception(error);
   }
   /// True when all work on the stream is done.
   bool ready() const {
-    cudaError_t status = cudaStreamQuery(native("ready()"));
+    cudaStream_t h = native("ready()");
+    detail::stream_context_scope in_context(h);
+    cudaError_t status = cudaStreamQuery(h);
     if (status == cudaErrorNotReady) {
       (void)cudaGetLastError();
       return false;
@@ -194,11 +213,19 @@ class stream_ref {
     cudaStream_t self = native("wait(stream)");
     cudaStream_t source = other.native("wait(stream) (the stream waited on)");
     if (source == self) return;
-    CUcontext context = detail::stream_context(source);
-    if (CURT_UNLIKELY(context == nullptr)) return wait_through_temporary_event(source);
-    cudaEvent_t e = detail::wait_event(context);
-    detail::check(cudaEventRecord(e, source), "cudaEventRecord(wait event, other stream)", __FILE__,
-                  __LINE__);
+    detail::wait_events& events = detail::thread_wait_events();
+    bool remembered = false;
+    cudaEvent_t e = events.for_stream(source, remembered);
+    if (CURT_UNLIKELY(e == nullptr)) return wait_through_temporary_event(source);
+    cudaError_t status = cudaEventRecord(e, source);
+    if (CURT_UNLIKELY(status == cudaErrorInvalidResourceHandle && remembered)) {
+      (void)cudaGetLastError();  // the handle names a stream of another context now
+      events.forget_last();
+      e = events.for_stream(source, remembered);
+      if (e == nullptr) return wait_through_temporary_event(source);
+      status = cudaEventRecord(e, source);
+    }
+    detail::check(status, "cudaEventRecord(wait event, other stream)", __FILE__, __LINE__);
     detail::check(cudaStreamWaitEvent(self, e, 0), "cudaStreamWaitEvent(stream, other stream)",
                   __FILE__, __LINE__);
   }
@@ -212,6 +239,7 @@ class stream_ref {
     using task = detail::host_task<std::decay_t<F>>;
     cudaStream_t h = native("host_call()");
     detail::deferred().drain();
+    detail::stream_context_scope in_context(h);
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     cudaGraph_t graph = nullptr;
     detail::check(cudaStreamGetCaptureInfo(h, &capture, nullptr, &graph),

@@ -240,6 +240,10 @@ TEST_CASE("device 1 from a fresh thread (child)", "[.][device1-child]") {
       step("curt::launch(device-1 stream)");
       curt::launch(producer, config_for(n), square_plus, data, out, n, c);
       step("curt::launch(device-1 stream), second");
+      (void)producer.ready();
+      step("stream::ready");
+      producer.synchronize();
+      step("stream::synchronize");
 
       consumer.wait(producer);
       observe("stream.wait(stream) on device 1");
@@ -248,9 +252,6 @@ TEST_CASE("device 1 from a fresh thread (child)", "[.][device1-child]") {
       done.synchronize();
       observe("event::synchronize");
       consumer.synchronize();
-      observe("stream::synchronize");
-      (void)producer.ready();
-      observe("stream::ready");
       curt::stream_timer timer(consumer);
       curt::launch(consumer, config_for(n), slow_affine, dx, data, n, a, b, 10'000'000ull);
       ms = timer.stop().count();
