@@ -1,16 +1,21 @@
 // curt/device.hpp: devices, their properties and limits, the current device, versions.
 #pragma once
 
-#include <curt/detail/driver.hpp>
+#include <curt/detail/driver_lookup.hpp>
 #include <curt/detail/host_function.hpp>
 #include <curt/error.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdio>
-#include <iterator>
+#if defined(__GLIBCXX__)
+#  include <bits/stl_iterator_base_types.h>  // the iterator tags, without all of <iterator>
+#else
+#  include <iterator>
+#endif
 #include <memory>
 #include <mutex>
 #include <string>
@@ -178,22 +183,28 @@ device current_device();
 namespace detail {
 
 // Properties are read once per device and kept for the life of the process: they do not change.
+// (A mutex and a flag per device rather than std::call_once, which costs more to compile.)
 inline const cudaDeviceProp& cached_properties(int ordinal) {
   struct entry {
-    std::once_flag once;
+    std::atomic<bool> ready{false};
     cudaDeviceProp properties{};
   };
   static const int count = device_count();
   static const std::unique_ptr<entry[]> table(new entry[count > 0 ? count : 1]);
+  static std::mutex mutex;
   if (ordinal < 0 || ordinal >= count)
     raise(cudaErrorInvalidDevice, "cudaGetDeviceProperties(device " + std::to_string(ordinal) + ")",
           std::to_string(count) + " CUDA device(s) visible", __FILE__, __LINE__);
   entry& e = table[ordinal];
-  std::call_once(e.once, [&] {
-    check_with(cudaGetDeviceProperties(&e.properties, ordinal),
-               [&] { return "cudaGetDeviceProperties(device " + std::to_string(ordinal) + ")"; },
-               __FILE__, __LINE__);
-  });
+  if (!e.ready.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!e.ready.load(std::memory_order_relaxed)) {
+      check_with(cudaGetDeviceProperties(&e.properties, ordinal),
+                 [&] { return "cudaGetDeviceProperties(device " + std::to_string(ordinal) + ")"; },
+                 __FILE__, __LINE__);
+      e.ready.store(true, std::memory_order_release);
+    }
+  }
   return e.properties;
 }
 

@@ -15,7 +15,6 @@
 #  include <pthread.h>  // pthread_self(): the thread id in the driver's log lines
 #endif
 
-#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <exception>
@@ -43,7 +42,7 @@ class driver_category_impl final : public std::error_category {
   const char* name() const noexcept override { return "cuda_driver"; }
   // Declared inline here, defined later: so the class has no key function, and its vtable (with
   // everything it reaches) is emitted only where the category is used, not in every file.
-  inline std::string message(int code) const override;  // in detail/driver.hpp: asks the driver
+  inline std::string message(int code) const override;  // in detail/driver_lookup.hpp: asks the driver
   // A driver code names the same condition as the runtime code of its number wherever the
   // runtime has that number (98 of the 100 codes in 13.0), so both compare equal to it.
   inline std::error_condition default_error_condition(int code) const noexcept override;
@@ -220,7 +219,7 @@ inline std::string take_driver_log() {
     first = !has_cursor;
     if (first) has_cursor = cudaLogsCurrent(&cursor, 0) == cudaSuccess;
   }
-  text.resize(std::min(size, text.size()));
+  text.resize(size < text.size() ? size : text.size());
   const std::string tag = log_thread_tag();
   std::string mine;
   std::size_t start = 0;
@@ -358,4 +357,4 @@ inline error_handler set_error_handler(error_handler handler) noexcept {
 
 }  // namespace curt
 
-#include <curt/detail/driver.hpp>  // driver_error_name(), needed by driver_category's message()
+#include <curt/detail/driver_lookup.hpp>  // driver_error_name(), needed by driver_category's message()

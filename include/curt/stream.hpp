@@ -24,7 +24,8 @@
 #pragma once
 
 #include <curt/access_policy.hpp>
-#include <curt/detail/driver.hpp>
+#include <curt/detail/driver_lookup.hpp>
+#include <curt/detail/entries.hpp>
 #include <curt/detail/handle_state.hpp>
 #include <curt/detail/host_function.hpp>
 #include <curt/device.hpp>
@@ -38,7 +39,6 @@
 #include <string>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 // Which default stream a cudaStream_t of 0 means in this translation unit. Used only as a default
 // template argument, so translation units compiled either way never disagree about one function.
@@ -115,8 +115,7 @@ class wait_events {
     for (entry& e : entries_) {
       if (e.context != context) continue;
       if (e.id == id) return e;
-      e = entries_.back();  // stale: freed by a reset
-      entries_.pop_back();
+      entries_.remove(&e);  // stale: freed by a reset
       break;
     }
     entry fresh{context, id, nullptr};
@@ -125,11 +124,10 @@ class wait_events {
       check(cudaEventCreateWithFlags(&fresh.event, cudaEventDisableTiming),
             "cudaEventCreateWithFlags(wait event)", __FILE__, __LINE__);
     }
-    entries_.push_back(fresh);
-    return entries_.back();
+    return entries_.push_back(fresh);
   }
 
-  std::vector<entry> entries_;
+  entries<entry> entries_;
   cudaStream_t last_stream_ = nullptr;
   entry last_;
 };

@@ -63,26 +63,23 @@ TEST_CASE("driver entry points agree with the runtime") {
 }
 
 TEST_CASE("a missing driver symbol names the function") {
-  using fn = CUresult (*)(int);
   curt_test::require_cuda_error(
-      [] { (void)curt::detail::load_driver_function<fn>("cuNoSuchFunction", 12000); },
+      [] { (void)curt::detail::find_driver_function("cuNoSuchFunction", 12000); },
       cudaErrorSymbolNotFound, {"cuNoSuchFunction", "is not provided by this CUDA"});
 }
 
 TEST_CASE("a driver function asked for in an ABI older than it names function and version") {
   // cuGreenCtxCreate arrived with CUDA 12.4: there is no 11.0 version of it.
-  using fn = CUresult (*)(int);
   curt_test::require_cuda_error(
-      [] { (void)curt::detail::load_driver_function<fn>("cuGreenCtxCreate", 11000); },
+      [] { (void)curt::detail::find_driver_function("cuGreenCtxCreate", 11000); },
       cudaErrorSymbolNotFound, {"cuGreenCtxCreate", "only in an ABI newer than CUDA 11.0"});
 }
 
 TEST_CASE("a driver that is older than the version asked for is named as such") {
   curt::version driver = curt::driver_version();
   int too_new = (driver.major + 1) * 1000;
-  using fn = CUresult (*)(int);
   curt_test::require_cuda_error(
-      [&] { (void)curt::detail::load_driver_function<fn>("cuFutureFunction", too_new); },
+      [&] { (void)curt::detail::find_driver_function("cuFutureFunction", too_new); },
       cudaErrorInsufficientDriver,
       {"cuFutureFunction needs a CUDA", "this driver supports CUDA"});
 }

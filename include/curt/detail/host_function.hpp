@@ -15,6 +15,7 @@
 //   thread, as above) when the last graph and executable graph holding it are gone.
 #pragma once
 
+#include <curt/detail/entries.hpp>
 #include <curt/error.hpp>
 
 #include <cuda_runtime_api.h>
@@ -26,7 +27,6 @@
 #include <string>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 namespace curt::detail {
 
@@ -75,8 +75,7 @@ class host_error_table {
     std::lock_guard<std::mutex> lock(mutex_);
     entry* e = find(id);
     if (!e) {
-      entries_.push_back(entry{id, 0, false, nullptr});
-      e = &entries_.back();
+      e = &entries_.push_back(entry{id, 0, false, nullptr});
       size_.store(entries_.size(), std::memory_order_relaxed);
     }
     ++e->running;
@@ -181,16 +180,15 @@ class host_error_table {
       if (e.id == id) return &e;
     return nullptr;
   }
-  // Drops the entry once nothing is left to do for it (no allocation: swap with the last).
+  // Drops the entry once nothing is left to do for it (no allocation).
   void forget_if_done(entry* e) noexcept {
     if (e->running > 0 || e->error) return;
-    if (e != &entries_.back()) std::swap(*e, entries_.back());
-    entries_.pop_back();
+    entries_.remove(e);
     size_.store(entries_.size(), std::memory_order_relaxed);
   }
 
   std::mutex mutex_;
-  std::vector<entry> entries_;
+  detail::entries<entry> entries_;
   std::atomic<std::size_t> size_{0};
   std::atomic<int> pending_{0};
 };
