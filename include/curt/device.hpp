@@ -190,14 +190,15 @@ inline const cudaDeviceProp& cached_properties(int ordinal) {
     cudaDeviceProp properties{};
   };
   static const int count = device_count();
-  static const std::unique_ptr<entry[]> table(new entry[count > 0 ? count : 1]);
-  static std::mutex mutex;
+  // Never destroyed: destructors of static objects may still ask for properties at exit.
+  static entry* const table = new entry[count > 0 ? count : 1];
+  static std::mutex* const mutex = new std::mutex;
   if (ordinal < 0 || ordinal >= count)
     raise(cudaErrorInvalidDevice, "cudaGetDeviceProperties(device " + std::to_string(ordinal) + ")",
           std::to_string(count) + " CUDA device(s) visible", __FILE__, __LINE__);
   entry& e = table[ordinal];
   if (!e.ready.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> lock(mutex);
+    std::lock_guard<std::mutex> lock(*mutex);
     if (!e.ready.load(std::memory_order_relaxed)) {
       check_with(cudaGetDeviceProperties(&e.properties, ordinal),
                  [&] { return "cudaGetDeviceProperties(device " + std::to_string(ordinal) + ")"; },
@@ -349,27 +350,38 @@ inline CUcontext current_context() {
   return context;
 }
 
+/// Pops, at the end of its scope, the context it pushed (if it pushed one).
+class pushed_context {
+ public:
+  pushed_context() = default;
+  void push(CUcontext context) {
+    CURT_DRIVER_CALL(cuCtxPushCurrent, 4000, context);
+    pushed_ = true;
+  }
+  ~pushed_context() {
+    if (!pushed_) return;
+    CUcontext popped = nullptr;
+    check_noexcept(CURT_DRIVER_FUNCTION(cuCtxPopCurrent, 4000)(&popped), "cuCtxPopCurrent",
+                   __FILE__, __LINE__);
+  }
+  pushed_context(const pushed_context&) = delete;
+  pushed_context& operator=(const pushed_context&) = delete;
+
+ private:
+  bool pushed_ = false;
+};
+
 /// Makes `context` current for a scope unless it already is, and restores exactly what was
 /// current before (also nothing) with a pop: never cudaSetDevice, which would make a context on
 /// a device the program may never use and replace a context the user made current.
 class context_scope {
  public:
   explicit context_scope(CUcontext context) {
-    if (context == current_context()) return;
-    CURT_DRIVER_CALL(cuCtxPushCurrent, 4000, context);
-    pushed_ = true;
+    if (context != current_context()) pushed_.push(context);
   }
-  ~context_scope() {
-    if (!pushed_) return;
-    CUcontext popped = nullptr;
-    check_noexcept(CURT_DRIVER_FUNCTION(cuCtxPopCurrent, 4000)(&popped), "cuCtxPopCurrent",
-                   __FILE__, __LINE__);
-  }
-  context_scope(const context_scope&) = delete;
-  context_scope& operator=(const context_scope&) = delete;
 
  private:
-  bool pushed_ = false;
+  pushed_context pushed_;
 };
 
 // The driver context a stream belongs to; null when it cannot be told (a default stream on a
@@ -387,22 +399,37 @@ class stream_context_scope {
  public:
   explicit stream_context_scope(cudaStream_t stream) {
     if (CURT_LIKELY(current_context() != nullptr)) return;
-    CUcontext context = stream_context(stream);
-    if (context == nullptr) return;
-    CURT_DRIVER_CALL(cuCtxPushCurrent, 4000, context);
-    pushed_ = true;
+    if (CUcontext context = stream_context(stream)) pushed_.push(context);
   }
-  ~stream_context_scope() {
-    if (!pushed_) return;
-    CUcontext popped = nullptr;
-    check_noexcept(CURT_DRIVER_FUNCTION(cuCtxPopCurrent, 4000)(&popped), "cuCtxPopCurrent",
-                   __FILE__, __LINE__);
-  }
-  stream_context_scope(const stream_context_scope&) = delete;
-  stream_context_scope& operator=(const stream_context_scope&) = delete;
 
  private:
-  bool pushed_ = false;
+  pushed_context pushed_;
+};
+
+// A reference to a device's primary context, released at the end of its scope.
+class retained_primary_context {
+ public:
+  retained_primary_context() = default;
+  CUcontext retain(CUdevice device) {
+    CURT_DRIVER_CALL(cuDevicePrimaryCtxRetain, 7000, &context_, device);
+    device_ = device;
+    retained_ = true;
+    return context_;
+  }
+  // The runtime holds its own reference once it has used the context, so releasing ours never
+  // destroys a context that streams or events live in.
+  ~retained_primary_context() {
+    if (!retained_) return;
+    check_noexcept(CURT_DRIVER_FUNCTION(cuDevicePrimaryCtxRelease, 11000)(device_),
+                   "cuDevicePrimaryCtxRelease", __FILE__, __LINE__);
+  }
+  retained_primary_context(const retained_primary_context&) = delete;
+  retained_primary_context& operator=(const retained_primary_context&) = delete;
+
+ private:
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  bool retained_ = false;
 };
 
 }  // namespace detail
@@ -416,42 +443,22 @@ class stream_context_scope {
 class device_guard {
  public:
   explicit device_guard(device d) {
-    CURT_DRIVER_CALL(cuDeviceGet, 2000, &device_, d.ordinal());
+    CUdevice target = 0;
+    CURT_DRIVER_CALL(cuDeviceGet, 2000, &target, d.ordinal());
     if (detail::current_context() != nullptr) {
       CUdevice current = -1;
-      if (CURT_DRIVER_FUNCTION(cuCtxGetDevice, 2000)(&current) == CUDA_SUCCESS && current == device_)
+      if (CURT_DRIVER_FUNCTION(cuCtxGetDevice, 2000)(&current) == CUDA_SUCCESS && current == target)
         return;
     }
-    CUcontext primary = nullptr;
-    CURT_DRIVER_CALL(cuDevicePrimaryCtxRetain, 7000, &primary, device_);
-    CUresult pushed = CURT_DRIVER_FUNCTION(cuCtxPushCurrent, 4000)(primary);
-    if (pushed != CUDA_SUCCESS) {
-      release_primary();
-      detail::throw_error(pushed, "cuCtxPushCurrent(primary context of device " +
-                                      std::to_string(d.ordinal()) + ")",
-                          __FILE__, __LINE__);
-    }
-    pushed_ = true;
-  }
-  ~device_guard() {
-    if (!pushed_) return;
-    CUcontext popped = nullptr;
-    detail::check_noexcept(CURT_DRIVER_FUNCTION(cuCtxPopCurrent, 4000)(&popped),
-                           "cuCtxPopCurrent", __FILE__, __LINE__);
-    release_primary();
+    pushed_.push(primary_.retain(target));
   }
   device_guard(const device_guard&) = delete;
   device_guard& operator=(const device_guard&) = delete;
 
  private:
-  // The runtime holds its own reference once it has used the context, so releasing ours
-  // never destroys a context that streams or events live in.
-  void release_primary() noexcept {
-    detail::check_noexcept(CURT_DRIVER_FUNCTION(cuDevicePrimaryCtxRelease, 11000)(device_),
-                           "cuDevicePrimaryCtxRelease", __FILE__, __LINE__);
-  }
-  CUdevice device_ = 0;
-  bool pushed_ = false;
+  // Declared in this order so that the pop comes before the release.
+  detail::retained_primary_context primary_;
+  detail::pushed_context pushed_;
 };
 
 inline curt::memory_info device::memory_info() const {

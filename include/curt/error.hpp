@@ -52,14 +52,15 @@ class driver_category_impl final : public std::error_category {
 
 /// The error category of cudaError_t values (the runtime API).
 inline const std::error_category& runtime_category() noexcept {
-  static const detail::runtime_category_impl category;
-  return category;
+  // Never destroyed: destructors of static objects may still report errors at exit.
+  static const auto* category = new detail::runtime_category_impl;
+  return *category;
 }
 
 /// The error category of CUresult values (the driver API).
 inline const std::error_category& driver_category() noexcept {
-  static const detail::driver_category_impl category;
-  return category;
+  static const auto* category = new detail::driver_category_impl;  // never destroyed, as above
+  return *category;
 }
 
 inline std::error_code make_error_code(cudaError_t status) noexcept {

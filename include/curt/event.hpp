@@ -46,10 +46,13 @@ class event_ref {
   bool valid() const noexcept { return !detail::is_state_handle(handle_); }
 
   /// Captures the work submitted to `stream` so far. The stream must belong to the device (and
-  /// context) the event was created in.
+  /// context) the event was created in. A `stream` of 0 is the default stream it means in the
+  /// calling translation unit, as for stream_ref.
+  template <bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
   void record(cudaStream_t stream) const {
-    cudaError_t status = cudaEventRecord(native("record()"), stream);
-    if (CURT_UNLIKELY(status != cudaSuccess)) explain_record_failure(status, stream);
+    cudaStream_t target = detail::explicit_stream<PerThreadDefault>(stream);
+    cudaError_t status = cudaEventRecord(native("record()"), target);
+    if (CURT_UNLIKELY(status != cudaSuccess)) explain_record_failure(status, target);
   }
   /// Blocks until the captured work is done.
   void synchronize() const {

@@ -16,8 +16,8 @@
 //
 // Host functions: stream.host_call(f) runs f on a runtime thread once the work before it is done.
 // f must not call CUDA (a rule of cudaLaunchHostFunc); f itself is destroyed later on a user
-// thread (in host_call, synchronize() or a stream's destructor), so its captures may own CUDA
-// resources. An exception f throws is rethrown by the next synchronize() of that stream through
+// thread (in a synchronize() of a stream, event or device, or a stream's destructor), so its
+// captures may own CUDA resources. An exception f throws is rethrown by the next synchronize() of that stream through
 // curt (the first one; later ones are dropped). If the owner destroys the stream first, or f ran
 // as a node of a captured graph (where it runs on every launch of the graph), the exception goes
 // to the error handler (curt::set_error_handler) as a curt::host_function_error.
@@ -36,17 +36,10 @@
 
 #include <cstddef>
 #include <exception>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
-
-// Which default stream a cudaStream_t of 0 means in this translation unit. Used only as a default
-// template argument, so translation units compiled either way never disagree about one function.
-#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
-#  define CURT_DETAIL_PER_THREAD_DEFAULT_STREAM true
-#else
-#  define CURT_DETAIL_PER_THREAD_DEFAULT_STREAM false
-#endif
 
 namespace curt {
 
@@ -93,9 +86,16 @@ class wait_events {
   void forget_last() noexcept { last_stream_ = nullptr; }
 
   ~wait_events() {
-    for (const entry& e : entries_)
-      if (alive(e))  // else the context is gone, and the event with it
-        check_noexcept(cudaEventDestroy(e.event), "cudaEventDestroy(wait event)", __FILE__, __LINE__);
+    for (const entry& e : entries_) {
+      if (!alive(e)) continue;  // the context is gone, and the event with it
+      try {
+        context_scope in(e.context);  // never wake another device's context at thread exit
+        check_noexcept(cudaEventDestroy(e.event), "cudaEventDestroy(wait event)", __FILE__,
+                       __LINE__);
+      } catch (const cuda_error& error) {
+        handle_error(error);
+      }
+    }
   }
 
  private:
@@ -146,16 +146,14 @@ class stream_ref {
   /// A raw stream; 0 becomes the default stream it means here (see the file comment).
   template <bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
   stream_ref(cudaStream_t handle) noexcept  // NOLINT: implicit by design
-      : handle_(handle != nullptr ? handle
-                : PerThreadDefault ? cudaStreamPerThread
-                                   : cudaStreamLegacy) {}
+      : handle_(detail::explicit_stream<PerThreadDefault>(handle)) {}
   /// CCCL's cuda::stream_ref (what Thrust, CUB and libcu++ hand around).
-  template <class CcclStreamRef,
+  template <class CcclStreamRef, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM,
             std::enable_if_t<detail::is_cccl_stream_ref<CcclStreamRef>::value &&
                                  !std::is_base_of_v<stream_ref, CcclStreamRef>,
                              int> = 0>
   stream_ref(const CcclStreamRef& cccl) noexcept  // NOLINT: implicit by design
-      : stream_ref(cccl.get()) {}
+      : handle_(detail::explicit_stream<PerThreadDefault>(cccl.get())) {}
   stream_ref(int) = delete;             ///< 0 is not a stream: say legacy_default()
   stream_ref(std::nullptr_t) = delete;  ///< nor is nullptr
 
@@ -180,12 +178,14 @@ class stream_ref {
   /// Waits for all work on the stream, then rethrows an exception a host function on it threw.
   void synchronize() const {
     cudaStream_t h = native("synchronize()");
+    std::exception_ptr error;
     {
       detail::stream_context_scope in_context(h);
       detail::check(cudaStreamSynchronize(h), "cudaStreamSynchronize(stream)", __FILE__, __LINE__);
+      error = detail::host_errors().take(h);
     }
     detail::deferred().drain();
-    if (std::exception_ptr error = detail::host_errors().take(h)) std::rethrow_exception(error);
+    if (error) std::rethrow_exception(error);
   }
   /// True when all work on the stream is done.
   bool ready() const {
@@ -236,14 +236,13 @@ class stream_ref {
   void host_call(F&& function) const {
     using task = detail::host_task<std::decay_t<F>>;
     cudaStream_t h = native("host_call()");
-    detail::deferred().drain();
     detail::stream_context_scope in_context(h);
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     cudaGraph_t graph = nullptr;
     detail::check(cudaStreamGetCaptureInfo(h, &capture, nullptr, &graph),
                   "cudaStreamGetCaptureInfo(stream)", __FILE__, __LINE__);
     if (capture == cudaStreamCaptureStatusActive)
-      return host_call_in_graph(new task(std::forward<F>(function), 0), graph);
+      return host_call_in_graph(std::make_unique<task>(std::forward<F>(function), 0), graph);
     if (CURT_UNLIKELY(capture == cudaStreamCaptureStatusInvalidated))
       detail::raise(cudaErrorStreamCaptureInvalidated, "curt::stream::host_call()",
                     "the stream's capture was invalidated by an earlier error; end the capture "
@@ -251,15 +250,15 @@ class stream_ref {
                     __FILE__, __LINE__);
     unsigned long long id = 0;
     detail::check(cudaStreamGetId(h, &id), "cudaStreamGetId(stream)", __FILE__, __LINE__);
-    auto* t = new task(std::forward<F>(function), id);
+    auto t = std::make_unique<task>(std::forward<F>(function), id);
     detail::host_errors().begin(id);
     if (h == cudaStreamPerThread) detail::watch_per_thread_stream(id);
-    cudaError_t status = cudaLaunchHostFunc(h, &task::run_once, t);
+    cudaError_t status = cudaLaunchHostFunc(h, &task::run_once, t.get());
     if (CURT_UNLIKELY(status != cudaSuccess)) {
       detail::host_errors().finish(id, nullptr);
-      delete t;
       detail::throw_error(status, "cudaLaunchHostFunc(stream, function)", __FILE__, __LINE__);
     }
+    t.release();  // the runtime runs it, and run_once frees it
   }
 
   curt::device device() const {
@@ -373,14 +372,13 @@ class stream_ref {
 
  private:
   template <class Task>
-  void host_call_in_graph(Task* t, cudaGraph_t graph) const {
+  void host_call_in_graph(std::unique_ptr<Task> owned, cudaGraph_t graph) const {
     cudaUserObject_t owner = nullptr;
-    cudaError_t status = cudaUserObjectCreate(&owner, t, &Task::release_from_graph, 1,
+    cudaError_t status = cudaUserObjectCreate(&owner, owned.get(), &Task::release_from_graph, 1,
                                               cudaUserObjectNoDestructorSync);
-    if (CURT_UNLIKELY(status != cudaSuccess)) {
-      delete t;
+    if (CURT_UNLIKELY(status != cudaSuccess))
       detail::throw_error(status, "cudaUserObjectCreate(host function)", __FILE__, __LINE__);
-    }
+    Task* t = owned.release();  // the user object owns it now
     status = cudaGraphRetainUserObject(graph, owner, 1, cudaGraphUserObjectMove);
     if (CURT_UNLIKELY(status != cudaSuccess)) {
       (void)cudaUserObjectRelease(owner, 1);  // frees the task (through the deferred queue)
@@ -475,9 +473,14 @@ class stream : public stream_ref {
   void destroy() noexcept {
     detail::deferred().drain();
     if (detail::is_state_handle(handle_)) return;
-    detail::host_errors().stream_destroyed(handle_);
-    detail::check_noexcept(cudaStreamDestroy(handle_), "cudaStreamDestroy(stream)", __FILE__,
-                           __LINE__);
+    try {
+      detail::stream_context_scope in_context(handle_);
+      detail::host_errors().stream_destroyed(handle_);
+      detail::check_noexcept(cudaStreamDestroy(handle_), "cudaStreamDestroy(stream)", __FILE__,
+                             __LINE__);
+    } catch (const cuda_error& error) {  // the context could not be made current
+      detail::handle_error(error);
+    }
     handle_ = detail::state_handle<cudaStream_t>(detail::handle_state::empty);
   }
 };
@@ -488,7 +491,7 @@ class stream : public stream_ref {
 class stream_timer {
  public:
   explicit stream_timer(stream_ref s)
-      : stream_(s), start_(s.device(), event_flags::timing), stop_(s.device(), event_flags::timing) {
+      : stream_(s), start_(timing_event(s)), stop_(timing_event(s)) {
     start_.record(stream_);
   }
   /// Records the stop event now (once; later calls keep the first) and returns at once.
@@ -515,6 +518,13 @@ class stream_timer {
   }
 
  private:
+  // An event of the stream's own context (a user's or a green context as well as a primary).
+  static event timing_event(stream_ref s) {
+    CUcontext context = detail::stream_context(s.get());
+    if (context == nullptr) return event(s.device(), event_flags::timing);
+    detail::context_scope in(context);
+    return event(s.device(), event_flags::timing);
+  }
   void require_stopped(const char* operation) const {
     if (!stopped_)
       detail::raise(cudaErrorNotReady, std::string("curt::stream_timer::") + operation,

@@ -10,6 +10,8 @@
 // reset destroys everything on the device, so nothing of the other test cases may outlive it.
 // Driver functions are reached through CURT_DRIVER_CALL: no test links libcuda.
 #include <catch.hpp>
+#include <isolation.hpp>
+#include <spin.cuh>
 #include <device_array.hpp>
 #include <expect.hpp>
 #include <host_helpers.hpp>
@@ -30,16 +32,15 @@
 
 namespace {
 
+using curt_test::on_fresh_thread;
+using curt_test::current_context;
+
 using namespace std::chrono_literals;
 using curt_test::device_array;
 
 // ---- device side ------------------------------------------------------------------------------
 
-__device__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using curt_test::global_ns;
 
 // y[i] = a * x[i] + b, after every thread spun for delay_ns.
 __global__ void slow_affine(const float* x, float* y, int n, float a, float b,
@@ -67,12 +68,6 @@ float affine_ref(float x, float a, float b) { return a * x + b; }
 float square_plus_ref(float v, float c) { return v * v + c; }
 int random_size() { return curt_test::random_ints(1, 3000, 9000)[0]; }
 float random_coefficient() { return curt_test::random_floats(1, 0.5f, 2.0f)[0]; }
-
-CUcontext current_context() {
-  CUcontext context = nullptr;
-  CURT_DRIVER_CALL(cuCtxGetCurrent, 4000, &context);
-  return context;
-}
 
 CUcontext context_of(cudaStream_t s) {
   CUcontext context = nullptr;
@@ -138,27 +133,6 @@ void check_wait_for_stream(curt::stream_ref producer, curt::stream_ref consumer,
   require_equal(back, want);
   CHECK(producer.ready());  // the consumer waited for it, so it is done
   producer.synchronize();
-}
-
-// Runs `body` on a fresh std::thread (which has no current context) and rethrows what it threw.
-template <class Body>
-void on_fresh_thread(Body body) {
-  std::exception_ptr error;
-  std::thread t([&] {
-    try {
-      body();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  });
-  t.join();
-  if (error) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      FAIL("the thread threw: " << e.what());
-    }
-  }
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 // and output: that holds whatever the order of the test cases and whatever else ran before.
 // Driver functions are reached through CURT_DRIVER_CALL: no test links libcuda.
 #include <catch.hpp>
+#include <isolation.hpp>
+#include <spin.cuh>
 #include <device_array.hpp>
 #include <expect.hpp>
 
@@ -20,8 +22,6 @@
 #include <curt/occupancy.hpp>
 #include <curt/stream.hpp>
 
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <array>
 #include <chrono>
@@ -33,6 +33,12 @@
 
 namespace {
 
+using curt_test::run_self;
+using curt_test::on_fresh_thread;
+using curt_test::current_context;
+using curt_test::primary_active;
+using curt_test::child_result;
+
 using namespace std::chrono_literals;
 using curt_test::device_array;
 
@@ -41,11 +47,7 @@ constexpr const char* child_marker = "DEVICE1-CHILD-REACHED-ITS-END";
 
 // ---- device side ------------------------------------------------------------------------------
 
-__device__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using curt_test::global_ns;
 
 // y[i] = a * x[i] + b, after every thread spun for delay_ns.
 __global__ void slow_affine(const float* x, float* y, int n, float a, float b,
@@ -84,21 +86,6 @@ float square_plus_ref(float v, float c) { return v * v + c; }
 int random_size() { return curt_test::random_ints(1, 3000, 9000)[0]; }
 float random_coefficient() { return curt_test::random_floats(1, 0.5f, 2.0f)[0]; }
 
-CUcontext current_context() {
-  CUcontext context = nullptr;
-  CURT_DRIVER_CALL(cuCtxGetCurrent, 4000, &context);
-  return context;
-}
-
-bool primary_active(int ordinal) {
-  CUdevice device = 0;
-  CURT_DRIVER_CALL(cuDeviceGet, 2000, &device, ordinal);
-  unsigned flags = 0;
-  int active = 0;
-  CURT_DRIVER_CALL(cuDevicePrimaryCtxGetState, 7000, device, &flags, &active);
-  return active != 0;
-}
-
 void require_equal(const std::vector<float>& got, const std::vector<float>& want) {
   REQUIRE(got.size() == want.size());
   std::size_t bad = 0, first = 0;
@@ -109,58 +96,6 @@ void require_equal(const std::vector<float>& got, const std::vector<float>& want
   INFO(bad << " of " << got.size() << " differ; first at " << first << ": got " << got[first]
             << ", want " << want[first]);
   CHECK(bad == 0);
-}
-
-struct child_result {
-  int exit_code = -1;
-  std::string output;
-};
-
-// Runs this executable again with only `test_name`, capturing stdout and stderr.
-child_result run_self(const std::string& test_name) {
-  std::array<char, 4096> path{};
-  ssize_t length = readlink("/proc/self/exe", path.data(), path.size() - 1);
-  REQUIRE(length > 0);
-  auto quote = [](const std::string& text) {
-    std::string quoted = "'";
-    for (char ch : text) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-    return quoted + "'";
-  };
-  std::string command = quote(std::string(path.data(), static_cast<std::size_t>(length))) + " " +
-                        quote(test_name) + " 2>&1";
-  std::fflush(nullptr);
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  child_result result;
-  std::array<char, 4096> buffer{};
-  std::size_t got = 0;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    result.output.append(buffer.data(), got);
-  int status = pclose(pipe);
-  REQUIRE(status != -1);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
-}
-
-// Runs `body` on a fresh std::thread (which has no current context) and rethrows what it threw.
-template <class Body>
-void on_fresh_thread(Body body) {
-  std::exception_ptr error;
-  std::thread t([&] {
-    try {
-      body();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  });
-  t.join();
-  if (error) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      FAIL("the thread threw: " << e.what());
-    }
-  }
 }
 
 }  // namespace

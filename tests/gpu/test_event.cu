@@ -10,6 +10,7 @@
 // Checks that need work to be still running either hold the stream at a host function (certain) or
 // are made only when the host measured that the kernel cannot have finished yet.
 #include <catch.hpp>
+#include <spin.cuh>
 #include <device_array.hpp>
 #include <expect.hpp>
 #include <host_helpers.hpp>
@@ -36,11 +37,7 @@ using curt_test::destructor_error_counter;
 using curt_test::device_array;
 using curt_test::host_gate;
 
-__device__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using curt_test::global_ns;
 
 // Spins for at least `ns` by %globaltimer and, when `spun` is given, stores how long it spun.
 __global__ void spin_kernel(unsigned long long ns, unsigned long long* spun) {

@@ -7,6 +7,7 @@
 // Kernels compute on fresh random inputs into outputs poisoned first (all bytes 0xFF, -1 as int)
 // and are compared with the CPU.
 #include <catch.hpp>
+#include <spin.cuh>
 #include <device_array.hpp>
 #include <expect.hpp>
 #include <host_helpers.hpp>
@@ -28,11 +29,7 @@ namespace {
 using curt_test::destructor_error_counter;
 using curt_test::device_array;
 
-__device__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using curt_test::global_ns;
 
 // y[i] = a * x[i] + b, after every thread spun for delay_ns.
 __global__ void affine(const int* x, int* y, int n, int a, int b, unsigned long long delay_ns) {

@@ -8,6 +8,7 @@
 // Test cases tagged [api-error] make CUDA calls fail on purpose (compute-sanitizer's memcheck
 // reports those unless run with --report-api-errors no).
 #include <catch.hpp>
+#include <isolation.hpp>
 #include <device_array.hpp>
 #include <expect.hpp>
 
@@ -17,8 +18,6 @@
 #include <curt/launch.hpp>
 #include <curt/stream.hpp>
 
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -31,6 +30,9 @@
 
 namespace {
 
+using curt_test::run_self;
+using curt_test::child_result;
+
 using curt_test::device_array;
 
 constexpr const char* child_test_name = "sticky fault child";
@@ -41,37 +43,6 @@ __global__ void write_through(int* p, int value) { *p = value; }
 __global__ void add_one(const int* in, int* out, int n) {
   int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (i < n) out[i] = in[i] + 1;
-}
-
-struct child_result {
-  int exit_code = -1;
-  std::string output;
-};
-
-// Runs this executable again with only `test_name`, capturing stdout and stderr.
-child_result run_self(const std::string& test_name) {
-  std::array<char, 4096> path{};
-  ssize_t length = readlink("/proc/self/exe", path.data(), path.size() - 1);
-  REQUIRE(length > 0);
-  auto quote = [](const std::string& text) {
-    std::string quoted = "'";
-    for (char ch : text) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-    return quoted + "'";
-  };
-  std::string command = quote(std::string(path.data(), static_cast<std::size_t>(length))) + " " +
-                        quote(test_name) + " 2>&1";
-  std::fflush(nullptr);
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  child_result result;
-  std::array<char, 4096> buffer{};
-  std::size_t got = 0;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    result.output.append(buffer.data(), got);
-  int status = pclose(pipe);
-  REQUIRE(status != -1);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
 }
 
 // The child's error handler: counts and keeps the messages (it must not call CUDA).

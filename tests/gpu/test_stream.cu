@@ -11,6 +11,7 @@
 // reports those calls unless run with --report-api-errors no, so a sanitizer run may leave them out
 // with the filter "~[api-error]".
 #include <catch.hpp>
+#include <spin.cuh>
 #include <device_array.hpp>
 #include <expect.hpp>
 #include <host_helpers.hpp>
@@ -40,11 +41,7 @@ using curt_test::host_gate;
 
 // ---- device side ------------------------------------------------------------------------------
 
-__device__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using curt_test::global_ns;
 
 __device__ void spin_for(unsigned long long ns) {
   unsigned long long start = global_ns();

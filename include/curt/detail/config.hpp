@@ -22,3 +22,12 @@
 #else
 #  define CURT_HOST_DEVICE
 #endif
+
+// Which default stream a cudaStream_t of 0 means in this translation unit (per-thread under
+// nvcc --default-stream per-thread). Used only as a default template argument, so translation
+// units compiled either way instantiate different functions instead of disagreeing about one.
+#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+#  define CURT_DETAIL_PER_THREAD_DEFAULT_STREAM true
+#else
+#  define CURT_DETAIL_PER_THREAD_DEFAULT_STREAM false
+#endif

@@ -4,6 +4,8 @@
 
 #include <curt/error.hpp>
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 #include <string>
 
@@ -34,6 +36,16 @@ Handle state_handle(handle_state state) noexcept {
 
 inline bool is_state_handle(const void* handle) noexcept {
   return reinterpret_cast<std::uintptr_t>(handle) >= static_cast<std::uintptr_t>(handle_state::empty);
+}
+
+/// A stream handle with 0 replaced by the default stream it means in the calling translation unit
+/// (PerThreadDefault comes from CURT_DETAIL_PER_THREAD_DEFAULT_STREAM there), so that no inline
+/// function of curt ever hands 0 to the runtime, whose meaning of 0 differs between translation
+/// units.
+template <bool PerThreadDefault>
+cudaStream_t explicit_stream(cudaStream_t stream) noexcept {
+  if (stream != nullptr) return stream;
+  return PerThreadDefault ? cudaStreamPerThread : cudaStreamLegacy;
 }
 
 /// Throws the error for using an owner (or a ref made from one) that holds no handle.

@@ -2,8 +2,8 @@
 //
 // - A host function runs on a runtime thread where CUDA calls are not allowed, so the callable
 //   (and whatever CUDA resources its captures own) is destroyed later on a user thread: finished
-//   tasks go onto a lock-free list that host_call, synchronize() and stream destructors drain.
-//   Callables that are trivially destructible are freed at once.
+//   tasks go onto a lock-free list that synchronize() (of streams, events and devices) and
+//   stream destructors drain. Callables that are trivially destructible are freed at once.
 // - An exception a host function throws is kept for its stream, keyed by the stream's id
 //   (cudaStreamGetId: never reused in a process, unlike handle values and thread ids), until that
 //   stream's next synchronize() through curt rethrows it. When the stream is destroyed first (by
@@ -198,20 +198,25 @@ inline host_error_table& host_errors() {
   return *table;
 }
 
-// A thread's per-thread default stream dies with the thread: when a thread that used host_call
-// on it exits, its kept exception goes to the error handler and its entry is dropped.
+// A thread's per-thread default streams (one per context it used) die with the thread: when a
+// thread that used host_call on one exits, its kept exception goes to the error handler and its
+// entry is dropped.
 class per_thread_stream_watch {
  public:
-  void watch(unsigned long long id) noexcept { id_ = id; }
+  void watch(unsigned long long id) {
+    for (unsigned long long known : ids_)
+      if (known == id) return;
+    ids_.push_back(id);
+  }
   ~per_thread_stream_watch() {
-    if (id_) host_errors().stream_gone(id_);
+    for (unsigned long long id : ids_) host_errors().stream_gone(id);
   }
 
  private:
-  unsigned long long id_ = 0;
+  entries<unsigned long long> ids_;
 };
 
-inline void watch_per_thread_stream(unsigned long long id) noexcept {
+inline void watch_per_thread_stream(unsigned long long id) {
   thread_local per_thread_stream_watch watch;
   watch.watch(id);
 }

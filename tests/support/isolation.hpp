@@ -1,0 +1,91 @@
+// Test helpers for context and fault tests: work on a fresh thread (which has no current
+// context), a child process that runs one hidden test case of this executable, and the driver's
+// view of contexts. Driver functions are reached through CURT_DRIVER_CALL: no test links libcuda.
+#pragma once
+
+#include "catch.hpp"
+
+#include <curt/detail/driver.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <thread>
+
+namespace curt_test {
+
+/// The calling thread's current driver context (null when it has none).
+inline CUcontext current_context() {
+  CUcontext context = nullptr;
+  CURT_DRIVER_CALL(cuCtxGetCurrent, 4000, &context);
+  return context;
+}
+
+/// Whether device `ordinal`'s primary context is active (exists) in this process.
+inline bool primary_active(int ordinal) {
+  CUdevice device = 0;
+  CURT_DRIVER_CALL(cuDeviceGet, 2000, &device, ordinal);
+  unsigned flags = 0;
+  int active = 0;
+  CURT_DRIVER_CALL(cuDevicePrimaryCtxGetState, 7000, device, &flags, &active);
+  return active != 0;
+}
+
+/// Runs `body` on a new std::thread and fails the test with what it threw, if anything.
+template <class Body>
+void on_fresh_thread(Body body) {
+  std::exception_ptr error;
+  std::thread t([&] {
+    try {
+      body();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  t.join();
+  if (error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      FAIL("the thread threw: " << e.what());
+    }
+  }
+}
+
+struct child_result {
+  int exit_code = -1;
+  std::string output;
+};
+
+/// Runs this executable again with only `test_name` (a hidden "[.]" test case), capturing its
+/// stdout and stderr. (/proc/self/exe is read here: inside popen's shell it would be the shell.)
+inline child_result run_self(const std::string& test_name) {
+  std::array<char, 4096> path{};
+  ssize_t length = readlink("/proc/self/exe", path.data(), path.size() - 1);
+  REQUIRE(length > 0);
+  auto quote = [](const std::string& text) {
+    std::string quoted = "'";
+    for (char ch : text) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    return quoted + "'";
+  };
+  std::string command = quote(std::string(path.data(), static_cast<std::size_t>(length))) + " " +
+                        quote(test_name) + " 2>&1";
+  std::fflush(nullptr);
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  child_result result;
+  std::array<char, 4096> buffer{};
+  std::size_t got = 0;
+  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    result.output.append(buffer.data(), got);
+  int status = pclose(pipe);
+  REQUIRE(status != -1);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+}  // namespace curt_test
