@@ -492,22 +492,26 @@ class stream_timer {
  public:
   explicit stream_timer(stream_ref s)
       : stream_(s), start_(timing_event(s)), stop_(timing_event(s)) {
+    detail::stream_context_scope in_context(stream_.get());  // as launch and synchronize do
     start_.record(stream_);
   }
   /// Records the stop event now (once; later calls keep the first) and returns at once.
   void record_stop() {
     if (stopped_) return;
+    detail::stream_context_scope in_context(stream_.get());
     stop_.record(stream_);
     stopped_ = true;
   }
   /// True once the region's work is done (record_stop() first).
   bool ready() const {
     require_stopped("ready()");
+    detail::stream_context_scope in_context(stream_.get());
     return stop_.ready();
   }
   /// The region's GPU time; waits for the region's work if it is not done yet.
   event_duration elapsed() const {
     require_stopped("elapsed()");
+    detail::stream_context_scope in_context(stream_.get());
     stop_.synchronize();
     return curt::elapsed(start_, stop_);
   }

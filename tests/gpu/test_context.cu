@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,12 +109,68 @@ void require_equal(const std::vector<float>& got, const std::vector<float>& want
   CHECK(bad == 0);
 }
 
+// What differs between `got` and `want`; empty when they agree. No Catch2: usable on any thread.
+std::string difference(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size())
+    return "got " + std::to_string(got.size()) + " values, want " + std::to_string(want.size());
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!curt_test::close(got[i], want[i], 1e-6)) {
+      if (bad++ == 0) first = i;
+    }
+  if (bad == 0) return {};
+  return std::to_string(bad) + " of " + std::to_string(got.size()) + " differ; first at " +
+         std::to_string(first) + ": got " + std::to_string(got[first]) + ", want " +
+         std::to_string(want[first]);
+}
+
+// Checks made on a thread other than the test's: Catch2 v2 assertions are not thread-safe, so
+// failures are noted there and reported on the test's thread (see on_fresh_thread_noted).
+class notes {
+ public:
+  void check(bool ok, const char* what, int line) {
+    if (!ok) failed.push_back("line " + std::to_string(line) + ": " + what);
+  }
+  void check_empty(const std::string& problem, const char* what, int line) {
+    if (!problem.empty())
+      failed.push_back("line " + std::to_string(line) + ": " + what + ": " + problem);
+  }
+  /// Like REQUIRE: stops the thread's body.
+  void require(bool ok, const char* what, int line) {
+    if (!ok) throw std::runtime_error("line " + std::to_string(line) + ": required " + what);
+  }
+  std::vector<std::string> failed;
+};
+#define NOTE_CHECK(n, ...) (n).check(static_cast<bool>(__VA_ARGS__), #__VA_ARGS__, __LINE__)
+#define NOTE_REQUIRE(n, ...) (n).require(static_cast<bool>(__VA_ARGS__), #__VA_ARGS__, __LINE__)
+
+// Runs `body(notes&)` on a new std::thread (which has no current context), then reports on this
+// thread every failure it noted and what it threw, if anything.
+template <class Body>
+void on_fresh_thread_noted(Body body) {
+  notes noted;
+  std::string thrown;
+  std::thread t([&] {
+    try {
+      body(noted);
+    } catch (const std::exception& e) {
+      thrown = e.what();
+    } catch (...) {
+      thrown = "an exception not derived from std::exception";
+    }
+  });
+  t.join();
+  for (const std::string& failure : noted.failed) FAIL_CHECK("on the thread: " << failure);
+  if (!thrown.empty()) FAIL("the thread threw: " << thrown);
+}
+
 // A slow producer (curt::launch on `producer`) writes data = a * x + b; after
 // consumer.wait(producer) the consumer computes out = data * data + c and copies it back. Correct
 // only if the consumer really waited: without the wait it would read the poison while the
-// producer still spins. Buffers live in the context current on the calling thread.
-void check_wait_for_stream(curt::stream_ref producer, curt::stream_ref consumer,
-                           std::chrono::nanoseconds delay = 20ms) {
+// producer still spins. Buffers live in the context current on the calling thread. Returns what
+// went wrong (empty when nothing did); no Catch2 assertion, so it runs on any thread.
+std::string wait_problem(curt::stream_ref producer, curt::stream_ref consumer,
+                         std::chrono::nanoseconds delay = 20ms) {
   int n = random_size();
   std::vector<float> x = curt_test::random_floats(std::size_t(n), 1.0f, 2.0f);
   float a = random_coefficient(), b = random_coefficient(), c = random_coefficient();
@@ -124,15 +181,24 @@ void check_wait_for_stream(curt::stream_ref producer, curt::stream_ref consumer,
                static_cast<unsigned long long>(delay.count()));
   consumer.wait(producer);
   curt::launch(consumer, config_for(n), square_plus, data.get(), out.get(), n, c);
-  REQUIRE(cudaMemcpyAsync(back.data(), out.get(), out.bytes(), cudaMemcpyDeviceToHost, consumer) ==
-          cudaSuccess);
+  CURT_CHECK(cudaMemcpyAsync(back.data(), out.get(), out.bytes(), cudaMemcpyDeviceToHost, consumer));
   consumer.synchronize();
 
   std::vector<float> want(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) want[i] = square_plus_ref(affine_ref(x[i], a, b), c);
-  require_equal(back, want);
-  CHECK(producer.ready());  // the consumer waited for it, so it is done
+  std::string problem = difference(back, want);
+  // The consumer waited for the producer, so it is done.
+  if (!producer.ready()) problem += " the producer was not done after the consumer's synchronize()";
   producer.synchronize();
+  return problem;
+}
+
+// wait_problem on the test's thread, as an assertion.
+void check_wait_for_stream(curt::stream_ref producer, curt::stream_ref consumer,
+                           std::chrono::nanoseconds delay = 20ms) {
+  std::string problem = wait_problem(producer, consumer, delay);
+  INFO(problem);
+  CHECK(problem.empty());
 }
 
 }  // namespace
@@ -217,76 +283,78 @@ TEST_CASE("a thread without a context keeps none: creation, queries, occupancy, 
 
 TEST_CASE("streams and events made under a user's driver context belong to it and keep it current") {
   curt::device d(0);
-  on_fresh_thread([&] {
-    REQUIRE(current_context() == nullptr);
+  // Checks on the threads are noted and reported here (Catch2 assertions are not thread-safe).
+  on_fresh_thread_noted([&](notes& n) {
+    NOTE_REQUIRE(n, current_context() == nullptr);
     user_context mine(0);
-    REQUIRE(mine.get() != nullptr);
-    REQUIRE(current_context() == mine.get());
+    NOTE_REQUIRE(n, mine.get() != nullptr);
+    NOTE_REQUIRE(n, current_context() == mine.get());
     {
       curt::stream s(d), other(d);
-      CHECK(current_context() == mine.get());
-      CHECK(context_of(s) == mine.get());
-      CHECK(context_of(other) == mine.get());
+      NOTE_CHECK(n, current_context() == mine.get());
+      NOTE_CHECK(n, context_of(s) == mine.get());
+      NOTE_CHECK(n, context_of(other) == mine.get());
       curt::event e(d);
-      CHECK(current_context() == mine.get());
+      NOTE_CHECK(n, current_context() == mine.get());
 
       // Queries go through device_guard, which finds the user's context and leaves it alone.
-      CHECK(curt::max_active_blocks_per_multiprocessor(d, square_plus, block_size) > 0);
-      CHECK(curt::kernel_attributes(d, square_plus).maxThreadsPerBlock >= block_size);
-      CHECK(d.limit(cudaLimitStackSize) > 0);
-      CHECK(d.memory_info().total == d.total_memory());
+      NOTE_CHECK(n, curt::max_active_blocks_per_multiprocessor(d, square_plus, block_size) > 0);
+      NOTE_CHECK(n, curt::kernel_attributes(d, square_plus).maxThreadsPerBlock >= block_size);
+      NOTE_CHECK(n, d.limit(cudaLimitStackSize) > 0);
+      NOTE_CHECK(n, d.memory_info().total == d.total_memory());
       {
         curt::device_guard outer(d);
-        CHECK(current_context() == mine.get());
+        NOTE_CHECK(n, current_context() == mine.get());
         curt::device_guard inner(d);
-        CHECK(current_context() == mine.get());
+        NOTE_CHECK(n, current_context() == mine.get());
       }
-      CHECK(current_context() == mine.get());
+      NOTE_CHECK(n, current_context() == mine.get());
 
       // Work runs in the user's context: buffers, launch, an event recorded there, a wait.
-      int n = random_size();
-      std::vector<float> x = curt_test::random_floats(std::size_t(n), 1.0f, 2.0f);
+      int count = random_size();
+      std::vector<float> x = curt_test::random_floats(std::size_t(count), 1.0f, 2.0f);
       float a = random_coefficient(), b = random_coefficient();
       {
-        device_array<float> dx(x), dy(static_cast<std::size_t>(n));
-        curt::launch(s, config_for(n), slow_affine, dx.get(), dy.get(), n, a, b, 2'000'000ull);
+        device_array<float> dx(x), dy(static_cast<std::size_t>(count));
+        curt::launch(s, config_for(count), slow_affine, dx.get(), dy.get(), count, a, b,
+                     2'000'000ull);
         e.record(s);  // throws if e were not of the stream's context
         other.wait(e);
         e.synchronize();
-        CHECK(e.ready());
-        std::vector<float> want(static_cast<std::size_t>(n));
-        for (int i = 0; i < n; ++i) want[i] = affine_ref(x[i], a, b);
-        require_equal(dy.download(), want);
-        CHECK(current_context() == mine.get());
+        NOTE_CHECK(n, e.ready());
+        std::vector<float> want(static_cast<std::size_t>(count));
+        for (int i = 0; i < count; ++i) want[i] = affine_ref(x[i], a, b);
+        n.check_empty(difference(dy.download(), want), "the kernel's result", __LINE__);
+        NOTE_CHECK(n, current_context() == mine.get());
 
         // stream.wait(stream) across streams of the user's context.
-        check_wait_for_stream(s, other);
-        check_wait_for_stream(other, s, 10ms);
-        CHECK(current_context() == mine.get());
+        n.check_empty(wait_problem(s, other), "other.wait(s)", __LINE__);
+        n.check_empty(wait_problem(other, s, 10ms), "s.wait(other)", __LINE__);
+        NOTE_CHECK(n, current_context() == mine.get());
       }
     }
-    CHECK(current_context() == mine.get());
+    NOTE_CHECK(n, current_context() == mine.get());
   });
   // The user's context is gone (cuCtxDestroy); a new one may reuse its handle: the per-thread wait
   // event is checked against the context's id, so waits in the new one still work.
-  on_fresh_thread([&] {
+  on_fresh_thread_noted([&](notes& n) {
     for (int round = 0; round < 2; ++round) {
-      INFO("context " << round);
       user_context mine(0);
       {
         curt::stream p(d), c(d);
-        REQUIRE(context_of(p) == mine.get());
-        check_wait_for_stream(p, c);
+        NOTE_REQUIRE(n, context_of(p) == mine.get());
+        n.check_empty(wait_problem(p, c), round == 0 ? "context 0: c.wait(p)" : "context 1: c.wait(p)",
+                      __LINE__);
       }
-      CHECK(current_context() == mine.get());
+      NOTE_CHECK(n, current_context() == mine.get());
     }
   });
 }
 
 TEST_CASE("device_guard inside a pushed context of its device changes nothing; nested guards restore") {
   curt::device d(0);
-  on_fresh_thread([&] {
-    REQUIRE(current_context() == nullptr);
+  on_fresh_thread_noted([&](notes& n) {
+    NOTE_REQUIRE(n, current_context() == nullptr);
     CUdevice dev = 0;
     CURT_DRIVER_CALL(cuDeviceGet, 2000, &dev, 0);
     CUcontext primary = nullptr;
@@ -295,46 +363,46 @@ TEST_CASE("device_guard inside a pushed context of its device changes nothing; n
     // No context: the outer guard pushes the primary one, the inner one finds it, both restore.
     {
       curt::device_guard outer(d);
-      CHECK(current_context() == primary);
+      NOTE_CHECK(n, current_context() == primary);
       {
         curt::device_guard inner(d);
-        CHECK(current_context() == primary);
+        NOTE_CHECK(n, current_context() == primary);
       }
-      CHECK(current_context() == primary);
+      NOTE_CHECK(n, current_context() == primary);
     }
-    CHECK(current_context() == nullptr);
+    NOTE_CHECK(n, current_context() == nullptr);
 
     // The primary context pushed by the user: guards push nothing, so one pop empties the stack.
     CURT_DRIVER_CALL(cuCtxPushCurrent, 4000, primary);
     {
       curt::device_guard outer(d);
-      CHECK(current_context() == primary);
+      NOTE_CHECK(n, current_context() == primary);
       curt::device_guard inner(d);
-      CHECK(current_context() == primary);
+      NOTE_CHECK(n, current_context() == primary);
     }
-    CHECK(current_context() == primary);
+    NOTE_CHECK(n, current_context() == primary);
     CUcontext popped = nullptr;
     CURT_DRIVER_CALL(cuCtxPopCurrent, 4000, &popped);
-    CHECK(popped == primary);
-    CHECK(current_context() == nullptr);
+    NOTE_CHECK(n, popped == primary);
+    NOTE_CHECK(n, current_context() == nullptr);
 
     // A user's context under the primary one on the stack: the guard keeps the user's current.
     CURT_DRIVER_CALL(cuCtxPushCurrent, 4000, primary);
     {
       user_context mine(0);  // pushed on top
-      REQUIRE(current_context() == mine.get());
+      NOTE_REQUIRE(n, current_context() == mine.get());
       {
         curt::device_guard outer(d);
-        CHECK(current_context() == mine.get());
+        NOTE_CHECK(n, current_context() == mine.get());
         curt::device_guard inner(d);
-        CHECK(current_context() == mine.get());
+        NOTE_CHECK(n, current_context() == mine.get());
       }
-      CHECK(current_context() == mine.get());
+      NOTE_CHECK(n, current_context() == mine.get());
     }  // destroyed: popped, the primary context is current again
-    CHECK(current_context() == primary);
+    NOTE_CHECK(n, current_context() == primary);
     CURT_DRIVER_CALL(cuCtxPopCurrent, 4000, &popped);
-    CHECK(popped == primary);
-    CHECK(current_context() == nullptr);
+    NOTE_CHECK(n, popped == primary);
+    NOTE_CHECK(n, current_context() == nullptr);
     CURT_DRIVER_CALL(cuDevicePrimaryCtxRelease, 11000, dev);
   });
 }
@@ -348,8 +416,10 @@ TEST_CASE("waiting on itself is a no-op that neither blocks nor fails") {
   float a = random_coefficient(), b = random_coefficient(), c = random_coefficient();
   device_array<float> dx(x), data(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
   curt_test::host_gate gate;
-  gate.block(s);  // the stream is busy while it waits on itself
+  // Launches come outside the gate: under compute-sanitizer a launch may block until its kernel
+  // has run, which behind a closed gate would wait for the gate's timeout.
   curt::launch(s, config_for(n), slow_affine, dx.get(), data.get(), n, a, b, 1'000'000ull);
+  gate.block(s);  // the stream is busy while it waits on itself
   auto start = std::chrono::steady_clock::now();
   s.wait(s);
   s.wait(curt::stream_ref(s.get()));
@@ -357,8 +427,8 @@ TEST_CASE("waiting on itself is a no-op that neither blocks nor fails") {
   CHECK(took < 5s);  // returned without waiting for the gate
   CHECK(cudaGetLastError() == cudaSuccess);
   CHECK_FALSE(s.ready());
-  curt::launch(s, config_for(n), square_plus, data.get(), out.get(), n, c);
   gate.open();
+  curt::launch(s, config_for(n), square_plus, data.get(), out.get(), n, c);
   s.synchronize();
   std::vector<float> want(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) want[i] = square_plus_ref(affine_ref(x[i], a, b), c);
@@ -400,10 +470,10 @@ TEST_CASE("stream.wait(stream) works before and after cudaDeviceReset on the sam
   // A second reset, waited across from a fresh thread too (its own cached event).
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   REQUIRE(cudaDeviceReset() == cudaSuccess);
-  on_fresh_thread([&] {
+  on_fresh_thread_noted([&](notes& n) {
     curt::device_guard guard(d);  // buffers need a context on this thread
     curt::stream p(d), c(d);
-    check_wait_for_stream(p, c);
+    n.check_empty(wait_problem(p, c), "c.wait(p) on a fresh thread", __LINE__);
   });
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   {

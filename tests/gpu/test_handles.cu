@@ -119,7 +119,8 @@ void require_every_stream_operation_fails(curt::stream_ref bad, const char* word
     cudaStream_t raw = bad;
     (void)raw;
   });
-  require_no_handle(type, word, "device()", [&] { curt::stream_timer timer(bad); });
+  // stream_timer first asks for the stream's context, through get().
+  require_no_handle(type, word, "get()", [&] { curt::stream_timer timer(bad); });
 
   // host_call: the function never runs and is destroyed exactly once, at once.
   auto calls = std::make_shared<std::atomic<int>>(0);

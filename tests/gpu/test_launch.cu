@@ -714,6 +714,20 @@ TEST_CASE("the other launch attributes are accepted by real launches") {
               (v == programmatic_at_block_start ? 1 : 0));
       }
 
+      if (under_compute_sanitizer()) {
+        // A launch may block there until its kernel has run: behind a closed gate, or with the
+        // kernel waiting for the host, it would wait for the timeouts. The kernel is released
+        // before the launch and only the result and the recorded event are checked.
+        host_flags[0] = 1u;
+        curt::launch(s, config, gated_saxpy, c.a, x.get(), y.get(), out.get(), c.n, device_flags,
+                     kernel_timeout_ns, v == programmatic_triggered);
+        s.synchronize();
+        CHECK(host_flags[1] == 0u);
+        CHECK(e.ready());
+        require_close(out.download(), c.expected);
+        WARN("under compute-sanitizer: the event's timing against the stream is not checked");
+        continue;
+      }
       bool ready_before_start = true, fired = false, stream_busy_when_fired = false;
       {
         curt_test::host_gate gate;
