@@ -386,7 +386,7 @@ class context_scope {
 
 // The driver context a stream belongs to; null when it cannot be told (a default stream on a
 // thread with no context).
-inline CUcontext stream_context(cudaStream_t stream) noexcept {
+inline CUcontext stream_context(cudaStream_t stream) {
   CUcontext context = nullptr;
   if (CURT_DRIVER_FUNCTION(cuStreamGetCtx, 9020)(stream, &context) != CUDA_SUCCESS) return nullptr;
   return context;

@@ -87,8 +87,8 @@ class wait_events {
 
   ~wait_events() {
     for (const entry& e : entries_) {
-      if (!alive(e)) continue;  // the context is gone, and the event with it
       try {
+        if (!alive(e)) continue;  // the context is gone, and the event with it
         context_scope in(e.context);  // never wake another device's context at thread exit
         check_noexcept(cudaEventDestroy(e.event), "cudaEventDestroy(wait event)", __FILE__,
                        __LINE__);
@@ -104,7 +104,7 @@ class wait_events {
     unsigned long long id = 0;
     cudaEvent_t event = nullptr;
   };
-  static bool alive(const entry& e) noexcept {
+  static bool alive(const entry& e) {
     unsigned long long id = 0;
     return e.context != nullptr &&
            CURT_DRIVER_FUNCTION(cuCtxGetId, 12000)(e.context, &id) == CUDA_SUCCESS && id == e.id;

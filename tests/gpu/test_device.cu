@@ -1,11 +1,13 @@
 // Every wrapped device property against the raw runtime calls.
 #include <catch.hpp>
+#include <isolation.hpp>
 #include <expect.hpp>
 
 #include <curt/device.hpp>
 #include <curt/detail/driver.hpp>
 
 #include <cstring>
+#include <stdexcept>
 
 namespace {
 int raw_attribute(cudaDeviceAttr attribute, int ordinal) {
@@ -131,25 +133,54 @@ TEST_CASE("limits read and write what the raw API sees, and bad ones are errors"
   CHECK_THAT(error.what(), ContainsSubstring("driver log: "));
 }
 
-TEST_CASE("the current device guard restores the previous device, also on exceptions") {
-  REQUIRE(cudaSetDevice(0) == cudaSuccess);
-  int last = curt::device_count() - 1;
+TEST_CASE("device_guard pushes the device's primary context and restores exactly what was current") {
+  // On a thread that never chose a device: no context before, the device's primary context
+  // inside, none after (also when the scope is left by an exception). Noted on the thread and
+  // checked here: Catch2's assertions are for the test thread.
+  const int last = curt::device_count() - 1;
+  const CUcontext unset = reinterpret_cast<CUcontext>(1);  // not a context: the thread did not run
+  CUcontext before = unset, inside = nullptr, after = unset, after_throw = unset, primary = nullptr;
+  int device_inside = -1;
+  curt_test::on_fresh_thread([&] {
+    before = curt_test::current_context();
+    {
+      curt::device_guard guard(curt::device(last));
+      inside = curt_test::current_context();
+      device_inside = curt::current_device().ordinal();
+    }
+    after = curt_test::current_context();
+    try {
+      curt::device_guard guard(curt::device(last));
+      throw std::runtime_error("leave the scope early");
+    } catch (const std::runtime_error&) {
+    }
+    after_throw = curt_test::current_context();
+  });
+  CUdevice device = 0;
+  CURT_DRIVER_CALL(cuDeviceGet, 2000, &device, last);
+  CURT_DRIVER_CALL(cuDevicePrimaryCtxRetain, 7000, &primary, device);
+  CURT_DRIVER_CALL(cuDevicePrimaryCtxRelease, 11000, device);
+  CHECK(before == nullptr);
+  CHECK(inside == primary);
+  CHECK(device_inside == last);
+  CHECK(after == nullptr);
+  CHECK(after_throw == nullptr);
+
+  // Where a context of the device is current already, the guard changes nothing.
+  REQUIRE(cudaSetDevice(last) == cudaSuccess);
+  REQUIRE(cudaFree(nullptr) == cudaSuccess);  // makes the primary context current
+  CUcontext current = curt_test::current_context();
+  REQUIRE(current == primary);
   {
     curt::device_guard guard(curt::device(last));
-    CHECK(curt::current_device().ordinal() == last);
+    CHECK(curt_test::current_context() == current);
   }
-  CHECK(curt::current_device().ordinal() == 0);
-  try {
-    curt::device_guard guard(curt::device(last));
-    throw std::runtime_error("leave the scope early");
-  } catch (const std::runtime_error&) {
-  }
-  CHECK(curt::current_device().ordinal() == 0);
-  curt::set_current_device(curt::device(last));
+  CHECK(curt_test::current_context() == current);
+  // set_current_device is the one call that changes the current device.
+  curt::set_current_device(curt::device(0));
   int raw = -1;
   REQUIRE(cudaGetDevice(&raw) == cudaSuccess);
-  CHECK(raw == last);
-  curt::set_current_device(curt::device(0));
+  CHECK(raw == 0);
 }
 
 TEST_CASE("synchronize and the stream priority range match the raw API") {
