@@ -11,7 +11,7 @@
 // Driver functions are reached through CURT_DRIVER_CALL: no test links libcuda.
 #include <catch.hpp>
 #include <isolation.hpp>
-#include <spin.cuh>
+#include <kernels.cuh>
 #include <device_array.hpp>
 #include <expect.hpp>
 #include <host_helpers.hpp>
@@ -43,21 +43,8 @@ using curt_test::device_array;
 
 using curt_test::global_ns;
 
-// y[i] = a * x[i] + b, after every thread spun for delay_ns.
-__global__ void slow_affine(const float* x, float* y, int n, float a, float b,
-                            unsigned long long delay_ns) {
-  unsigned long long start = global_ns();
-  while (global_ns() - start < delay_ns) {
-  }
-  int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i < n) y[i] = __fadd_rn(__fmul_rn(a, x[i]), b);
-}
-
-// out[i] = in[i] * in[i] + c.
-__global__ void square_plus(const float* in, float* out, int n, float c) {
-  int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i < n) out[i] = __fadd_rn(__fmul_rn(in[i], in[i]), c);
-}
+using curt_test::slow_affine;
+using curt_test::square_plus;
 
 // ---- host side --------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@
 // Driver functions are reached through CURT_DRIVER_CALL: no test links libcuda.
 #include <catch.hpp>
 #include <isolation.hpp>
-#include <spin.cuh>
+#include <kernels.cuh>
 #include <device_array.hpp>
 #include <expect.hpp>
 
@@ -52,21 +52,8 @@ constexpr const char* child_marker = "DEVICE1-CHILD-REACHED-ITS-END";
 
 using curt_test::global_ns;
 
-// y[i] = a * x[i] + b, after every thread spun for delay_ns.
-__global__ void slow_affine(const float* x, float* y, int n, float a, float b,
-                            unsigned long long delay_ns) {
-  unsigned long long start = global_ns();
-  while (global_ns() - start < delay_ns) {
-  }
-  int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i < n) y[i] = __fadd_rn(__fmul_rn(a, x[i]), b);
-}
-
-// out[i] = in[i] * in[i] + c.
-__global__ void square_plus(const float* in, float* out, int n, float c) {
-  int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i < n) out[i] = __fadd_rn(__fmul_rn(in[i], in[i]), c);
-}
+using curt_test::slow_affine;
+using curt_test::square_plus;
 
 // Rotates each block's slice of `in` through dynamic shared memory.
 __global__ void shared_rotate(const float* in, float* out, int count, int shift) {
@@ -101,18 +88,7 @@ void require_equal(const std::vector<float>& got, const std::vector<float>& want
   CHECK(bad == 0);
 }
 
-// compute-sanitizer injects its library into the process through the environment (as in
-// test_launch.cu), and follows child processes.
-bool under_compute_sanitizer() {
-  for (char** entry = environ; entry && *entry; ++entry) {
-    std::string text(*entry);
-    if (text.find("compute-sanitizer") != std::string::npos ||
-        text.find("sanitizer-collection") != std::string::npos ||
-        text.rfind("NV_SANITIZER", 0) == 0)
-      return true;
-  }
-  return false;
-}
+using curt_test::under_compute_sanitizer;
 
 // REQUIRE for the child's thread (Catch2 assertions are not thread-safe there): throws, and
 // on_fresh_thread reports it on the test's thread.

@@ -8,7 +8,7 @@
 //
 // Test cases tagged [api-error] make CUDA calls fail on purpose (see test_stream.cu).
 #include <catch.hpp>
-#include <spin.cuh>
+#include <kernels.cuh>
 #include <device_array.hpp>
 #include <expect.hpp>
 #include <host_helpers.hpp>
@@ -42,13 +42,7 @@ using curt_test::host_gate;
 using curt_test::global_ns;
 
 // y[i] = a * x[i] + b, after every thread spun for delay_ns.
-__global__ void affine(const int* x, int* y, int n, int a, int b, unsigned long long delay_ns) {
-  unsigned long long start = global_ns();
-  while (global_ns() - start < delay_ns) {
-  }
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = a * x[i] + b;
-}
+constexpr auto affine = curt_test::slow_affine_int;
 
 // ---- host side --------------------------------------------------------------------------------
 

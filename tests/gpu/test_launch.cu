@@ -2,6 +2,7 @@
 // distributed shared memory, programmatic dependent launch, cooperative grids, refused
 // configurations and their messages, and the other launch attributes.
 #include <catch.hpp>
+#include <isolation.hpp>
 #include <device_array.hpp>
 #include <expect.hpp>
 #include <host_helpers.hpp>
@@ -304,17 +305,7 @@ void check_after_failed_launch(curt::stream_ref s) {
   require_saxpy_works(s);
 }
 
-// compute-sanitizer injects its library into the process through the environment.
-bool under_compute_sanitizer() {
-  for (char** entry = environ; entry && *entry; ++entry) {
-    std::string text(*entry);
-    if (text.find("compute-sanitizer") != std::string::npos ||
-        text.find("sanitizer-collection") != std::string::npos ||
-        text.rfind("NV_SANITIZER", 0) == 0)
-      return true;
-  }
-  return false;
-}
+using curt_test::under_compute_sanitizer;
 
 curt::device test_device() {
   REQUIRE(cudaSetDevice(0) == cudaSuccess);

@@ -56,6 +56,19 @@ void on_fresh_thread(Body body) {
   }
 }
 
+/// True inside compute-sanitizer, which injects its library through the environment (and
+/// follows child processes).
+inline bool under_compute_sanitizer() {
+  for (char** entry = environ; entry && *entry; ++entry) {
+    std::string text(*entry);
+    if (text.find("compute-sanitizer") != std::string::npos ||
+        text.find("sanitizer-collection") != std::string::npos ||
+        text.rfind("NV_SANITIZER", 0) == 0)
+      return true;
+  }
+  return false;
+}
+
 struct child_result {
   int exit_code = -1;
   std::string output;
