@@ -16,7 +16,6 @@
 #else
 #  include <iterator>
 #endif
-#include <memory>
 #include <mutex>
 #include <string>
 #include <type_traits>

@@ -26,7 +26,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdlib>
-#include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -182,9 +181,16 @@ inline std::string kernel_name(const void* kernel) {
   }
 #if defined(__GNUC__) || defined(__clang__)
   int status = 0;
-  std::unique_ptr<char, void (*)(void*)> demangled(
-      abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
-  if (status == 0 && demangled) return demangled.get();
+  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string text;
+  try {
+    if (status == 0 && demangled) text = demangled;
+  } catch (...) {
+    std::free(demangled);
+    throw;
+  }
+  std::free(demangled);
+  if (!text.empty()) return text;
 #endif
   return name;
 }

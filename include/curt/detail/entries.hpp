@@ -1,9 +1,9 @@
 // curt/detail/entries.hpp: a minimal growable array for curt's small internal tables (a few
-// entries each), so that every translation unit does not pay for compiling <vector>.
+// entries each), so that every translation unit does not pay for compiling <vector> (nor
+// std::unique_ptr<T[]>, which costs g++ more than this whole class).
 #pragma once
 
 #include <cstddef>
-#include <memory>
 #include <utility>
 
 namespace curt::detail {
@@ -12,10 +12,15 @@ namespace curt::detail {
 template <class T>
 class entries {
  public:
-  T* begin() noexcept { return data_.get(); }
-  T* end() noexcept { return data_.get() + size_; }
-  const T* begin() const noexcept { return data_.get(); }
-  const T* end() const noexcept { return data_.get() + size_; }
+  entries() = default;
+  entries(const entries&) = delete;
+  entries& operator=(const entries&) = delete;
+  ~entries() { delete[] data_; }
+
+  T* begin() noexcept { return data_; }
+  T* end() noexcept { return data_ + size_; }
+  const T* begin() const noexcept { return data_; }
+  const T* end() const noexcept { return data_ + size_; }
   std::size_t size() const noexcept { return size_; }
   T& back() noexcept { return data_[size_ - 1]; }
 
@@ -23,9 +28,10 @@ class entries {
   T& push_back(T value) {
     if (size_ == capacity_) {
       std::size_t capacity = capacity_ ? 2 * capacity_ : 4;
-      std::unique_ptr<T[]> grown(new T[capacity]);
+      T* grown = new T[capacity];  // if this throws, nothing has changed
       for (std::size_t i = 0; i < size_; ++i) grown[i] = std::move(data_[i]);
-      data_ = std::move(grown);
+      delete[] data_;
+      data_ = grown;
       capacity_ = capacity;
     }
     data_[size_] = std::move(value);
@@ -38,7 +44,7 @@ class entries {
   }
 
  private:
-  std::unique_ptr<T[]> data_;
+  T* data_ = nullptr;
   std::size_t size_ = 0;
   std::size_t capacity_ = 0;
 };
