@@ -1,6 +1,7 @@
 // curt/device.hpp: devices, their properties and limits, the current device, versions.
 #pragma once
 
+#include <curt/detail/atomic.hpp>
 #include <curt/detail/driver_lookup.hpp>
 #include <curt/detail/host_function.hpp>
 #include <curt/error.hpp>
@@ -8,7 +9,6 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
-#include <atomic>
 #include <cstddef>
 #include <cstdio>
 #if defined(__GLIBCXX__)
@@ -185,7 +185,7 @@ namespace detail {
 // (A mutex and a flag per device rather than std::call_once, which costs more to compile.)
 inline const cudaDeviceProp& cached_properties(int ordinal) {
   struct entry {
-    std::atomic<bool> ready{false};
+    atomic<bool> ready{false};
     cudaDeviceProp properties{};
   };
   static const int count = device_count();
@@ -196,13 +196,13 @@ inline const cudaDeviceProp& cached_properties(int ordinal) {
     raise(cudaErrorInvalidDevice, "cudaGetDeviceProperties(device " + std::to_string(ordinal) + ")",
           std::to_string(count) + " CUDA device(s) visible", __FILE__, __LINE__);
   entry& e = table[ordinal];
-  if (!e.ready.load(std::memory_order_acquire)) {
+  if (!e.ready.load(order::acquire)) {
     std::lock_guard<std::mutex> lock(*mutex);
-    if (!e.ready.load(std::memory_order_relaxed)) {
+    if (!e.ready.load(order::relaxed)) {
       check_with(cudaGetDeviceProperties(&e.properties, ordinal),
                  [&] { return "cudaGetDeviceProperties(device " + std::to_string(ordinal) + ")"; },
                  __FILE__, __LINE__);
-      e.ready.store(true, std::memory_order_release);
+      e.ready.store(true, order::release);
     }
   }
   return e.properties;

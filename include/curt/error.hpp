@@ -6,6 +6,7 @@
 // Out-of-memory failures are thrown as curt::out_of_memory so they can be caught on their own.
 #pragma once
 
+#include <curt/detail/atomic.hpp>
 #include <curt/detail/config.hpp>
 
 #include <cuda.h>  // CUresult only: nothing here links the driver library
@@ -15,7 +16,6 @@
 #  include <pthread.h>  // pthread_self(): the thread id in the driver's log lines
 #endif
 
-#include <atomic>
 #include <cstdio>
 #include <exception>
 #include <mutex>
@@ -180,8 +180,8 @@ inline void print_error(const std::exception& error) noexcept {
                error.what());
 }
 
-inline std::atomic<error_handler>& error_handler_slot() noexcept {
-  static std::atomic<error_handler> slot{&print_error};
+inline atomic<error_handler>& error_handler_slot() noexcept {
+  static atomic<error_handler> slot{&print_error};
   return slot;
 }
 
@@ -307,8 +307,8 @@ inline void check_with(Status status, Describe&& describe, const char* file, int
 }
 
 // Set once a sticky failure in a destructor was reported: one flag for runtime and driver codes.
-inline std::atomic<bool>& sticky_reported() noexcept {
-  static std::atomic<bool> reported{false};
+inline atomic<bool>& sticky_reported() noexcept {
+  static atomic<bool> reported{false};
   return reported;
 }
 

@@ -15,12 +15,12 @@
 //   thread, as above) when the last graph and executable graph holding it are gone.
 #pragma once
 
+#include <curt/detail/atomic.hpp>
 #include <curt/detail/entries.hpp>
 #include <curt/error.hpp>
 
 #include <cuda_runtime_api.h>
 
-#include <atomic>
 #include <cstdio>
 #include <exception>
 #include <mutex>
@@ -40,16 +40,16 @@ struct host_task_base {
 class deferred_tasks {
  public:
   void push(host_task_base* task) noexcept {
-    host_task_base* head = head_.load(std::memory_order_relaxed);
+    host_task_base* head = head_.load(order::relaxed);
     do {
       task->next = head;
-    } while (!head_.compare_exchange_weak(head, task, std::memory_order_release,
-                                          std::memory_order_relaxed));
+    } while (!head_.compare_exchange_weak(head, task, order::release,
+                                          order::relaxed));
   }
   /// Destroys every queued task on the calling thread; a single load when none is queued.
   void drain() noexcept {
-    if (head_.load(std::memory_order_relaxed) == nullptr) return;
-    host_task_base* task = head_.exchange(nullptr, std::memory_order_acquire);
+    if (head_.load(order::relaxed) == nullptr) return;
+    host_task_base* task = head_.exchange(nullptr, order::acquire);
     while (task) {
       host_task_base* next = task->next;
       task->destroy(task);
@@ -58,7 +58,7 @@ class deferred_tasks {
   }
 
  private:
-  std::atomic<host_task_base*> head_{nullptr};
+  atomic<host_task_base*> head_{nullptr};
 };
 
 // Never destroyed: streams with static storage may be destroyed after it would have been.
@@ -76,7 +76,7 @@ class host_error_table {
     entry* e = find(id);
     if (!e) {
       e = &entries_.push_back(entry{id, 0, false, nullptr});
-      size_.store(entries_.size(), std::memory_order_relaxed);
+      size_.store(entries_.size(), order::relaxed);
     }
     ++e->running;
   }
@@ -93,7 +93,7 @@ class host_error_table {
         orphan = std::move(error);
       } else if (error && !e->error) {
         e->error = std::move(error);
-        pending_.fetch_add(1, std::memory_order_release);
+        pending_.fetch_add(1, order::release);
       }
       forget_if_done(e);
     }
@@ -101,7 +101,7 @@ class host_error_table {
   }
   /// The exception kept for stream `id`, once; null when none. One load when none is kept.
   std::exception_ptr take(cudaStream_t stream) noexcept {
-    if (pending_.load(std::memory_order_acquire) == 0) return nullptr;
+    if (pending_.load(order::acquire) == 0) return nullptr;
     unsigned long long id = 0;
     if (cudaStreamGetId(stream, &id) != cudaSuccess) {
       (void)cudaGetLastError();
@@ -112,14 +112,14 @@ class host_error_table {
     if (!e || !e->error) return nullptr;
     std::exception_ptr error = std::move(e->error);
     e->error = nullptr;
-    pending_.fetch_sub(1, std::memory_order_relaxed);
+    pending_.fetch_sub(1, order::relaxed);
     forget_if_done(e);
     return error;
   }
   /// The owner of `stream` destroys it: a kept exception, and any its unfinished host functions
   /// throw later, go to the error handler.
   void stream_destroyed(cudaStream_t stream) noexcept {
-    if (size_.load(std::memory_order_relaxed) == 0) return;
+    if (size_.load(order::relaxed) == 0) return;
     unsigned long long id = 0;
     if (cudaStreamGetId(stream, &id) != cudaSuccess) {
       (void)cudaGetLastError();
@@ -137,7 +137,7 @@ class host_error_table {
       if (e->error) {
         kept = std::move(e->error);
         e->error = nullptr;
-        pending_.fetch_sub(1, std::memory_order_relaxed);
+        pending_.fetch_sub(1, order::relaxed);
       }
       e->stream_gone = true;
       forget_if_done(e);
@@ -145,7 +145,7 @@ class host_error_table {
     if (kept) report(std::move(kept), id, "and its stream was destroyed before synchronize()");
   }
   /// Entries kept (streams with unfinished host functions or an exception not yet rethrown).
-  std::size_t size() const noexcept { return size_.load(std::memory_order_relaxed); }
+  std::size_t size() const noexcept { return size_.load(order::relaxed); }
 
   /// Hands an exception nobody can rethrow to the error handler, as a host_function_error.
   static void report(std::exception_ptr error, unsigned long long stream_id,
@@ -184,13 +184,13 @@ class host_error_table {
   void forget_if_done(entry* e) noexcept {
     if (e->running > 0 || e->error) return;
     entries_.remove(e);
-    size_.store(entries_.size(), std::memory_order_relaxed);
+    size_.store(entries_.size(), order::relaxed);
   }
 
   std::mutex mutex_;
   detail::entries<entry> entries_;
-  std::atomic<std::size_t> size_{0};
-  std::atomic<int> pending_{0};
+  atomic<std::size_t> size_{0};
+  atomic<int> pending_{0};
 };
 
 inline host_error_table& host_errors() {
