@@ -172,8 +172,13 @@ inline unsigned long long volume(dim3 d) {
   return static_cast<unsigned long long>(d.x) * d.y * d.z;
 }
 
+// The launch error path below is made of templates (the config's type is a parameter, always
+// cudaLaunchConfig_t): their bodies are compiled only in translation units that launch, not in
+// every file that includes curt.
+
 // The kernel's name as written in the source (demangled where the compiler lets us).
-inline std::string kernel_name(const void* kernel) {
+template <class Kernel>
+std::string kernel_name(Kernel kernel) {
   const char* name = nullptr;
   if (cudaFuncGetName(&name, kernel) != cudaSuccess || !name) {
     (void)cudaGetLastError();
@@ -195,7 +200,8 @@ inline std::string kernel_name(const void* kernel) {
   return name;
 }
 
-inline std::string describe_launch(const cudaLaunchConfig_t& config, const void* kernel) {
+template <class Config>
+std::string describe_launch(const Config& config, const void* kernel) {
   std::string text = "curt::launch(" + kernel_name(kernel) + ", grid " + dims_text(config.gridDim) +
                      ", block " + dims_text(config.blockDim) + ", " +
                      std::to_string(config.dynamicSmemBytes) + " B dynamic shared memory";
@@ -244,7 +250,8 @@ inline std::string describe_launch(const cudaLaunchConfig_t& config, const void*
 
 // Says in numbers why the driver refused a launch, for the mistakes that can be told apart. The
 // kernel's attributes and occupancy are read in the stream's context: they differ per device.
-inline std::string explain_launch_failure(const cudaLaunchConfig_t& config, const void* kernel) {
+template <class Config>
+std::string explain_launch_failure(const Config& config, const void* kernel) {
   int ordinal = 0;
   if (cudaStreamGetDevice(config.stream, &ordinal) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -317,9 +324,9 @@ inline std::string explain_launch_failure(const cudaLaunchConfig_t& config, cons
   return {};
 }
 
-[[noreturn]] CURT_COLD inline void throw_launch_error(cudaError_t status,
-                                                      const cudaLaunchConfig_t& config,
-                                                      const void* kernel) {
+template <class Config>
+[[noreturn]] CURT_COLD void throw_launch_error(cudaError_t status, const Config& config,
+                                               const void* kernel) {
   // The log first: the diagnosis below makes calls of its own that may log.
   std::string log = take_driver_log();
   (void)cudaGetLastError();  // a refused launch's error is not sticky: clear it before diagnosing
