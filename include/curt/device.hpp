@@ -199,9 +199,8 @@ inline const cudaDeviceProp& cached_properties(int ordinal) {
   if (!e.ready.load(order::acquire)) {
     std::lock_guard<std::mutex> lock(*mutex);
     if (!e.ready.load(order::relaxed)) {
-      check_with(cudaGetDeviceProperties(&e.properties, ordinal),
-                 [&] { return "cudaGetDeviceProperties(device " + std::to_string(ordinal) + ")"; },
-                 __FILE__, __LINE__);
+      check_call(cudaGetDeviceProperties(&e.properties, ordinal), "cudaGetDeviceProperties",
+                 {{"device", ordinal}}, __FILE__, __LINE__);
       e.ready.store(true, order::release);
     }
   }
@@ -237,12 +236,8 @@ class device {
   /// Any attribute, read from the driver on each call.
   int attribute(cudaDeviceAttr attribute) const {
     int value = 0;
-    detail::check_with(cudaDeviceGetAttribute(&value, attribute, ordinal_),
-                       [&] {
-                         return "cudaDeviceGetAttribute(attribute " +
-                                std::to_string(static_cast<int>(attribute)) + ", device " +
-                                std::to_string(ordinal_) + ")";
-                       },
+    detail::check_call(cudaDeviceGetAttribute(&value, attribute, ordinal_),
+                       "cudaDeviceGetAttribute", {{"attribute", attribute}, {"device", ordinal_}},
                        __FILE__, __LINE__);
     return value;
   }
@@ -264,9 +259,8 @@ class device {
   /// "0000:8a:00.0"-style PCI address.
   std::string pci_bus_id() const {
     char text[32] = {};
-    detail::check_with(cudaDeviceGetPCIBusId(text, sizeof text, ordinal_),
-                       [&] { return "cudaDeviceGetPCIBusId(device " + std::to_string(ordinal_) + ")"; },
-                       __FILE__, __LINE__);
+    detail::check_call(cudaDeviceGetPCIBusId(text, sizeof text, ordinal_), "cudaDeviceGetPCIBusId",
+                       {{"device", ordinal_}}, __FILE__, __LINE__);
     return text;
   }
 
@@ -335,9 +329,8 @@ inline device current_device() {
 /// Makes `d` the calling thread's current device (cudaSetDevice): the one place where curt
 /// changes it, and only when asked to. To target a device for a scope, use device_guard.
 inline void set_current_device(device d) {
-  detail::check_with(cudaSetDevice(d.ordinal()),
-                     [&] { return "cudaSetDevice(" + std::to_string(d.ordinal()) + ")"; }, __FILE__,
-                     __LINE__);
+  detail::check_call(cudaSetDevice(d.ordinal()), "cudaSetDevice", {{"device", d.ordinal()}},
+                     __FILE__, __LINE__);
 }
 
 namespace detail {
@@ -463,39 +456,29 @@ class device_guard {
 inline curt::memory_info device::memory_info() const {
   device_guard guard(*this);
   curt::memory_info info;
-  detail::check_with(cudaMemGetInfo(&info.free, &info.total),
-                     [&] { return "cudaMemGetInfo(device " + std::to_string(ordinal_) + ")"; },
-                     __FILE__, __LINE__);
+  detail::check_call(cudaMemGetInfo(&info.free, &info.total), "cudaMemGetInfo",
+                     {{"device", ordinal_}}, __FILE__, __LINE__);
   return info;
 }
 
 inline std::size_t device::limit(cudaLimit which) const {
   device_guard guard(*this);
   std::size_t value = 0;
-  detail::check_with(cudaDeviceGetLimit(&value, which),
-                     [&] {
-                       return "cudaDeviceGetLimit(limit " + std::to_string(static_cast<int>(which)) +
-                              ", device " + std::to_string(ordinal_) + ")";
-                     },
-                     __FILE__, __LINE__);
+  detail::check_call(cudaDeviceGetLimit(&value, which), "cudaDeviceGetLimit",
+                     {{"limit", which}, {"device", ordinal_}}, __FILE__, __LINE__);
   return value;
 }
 
 inline void device::set_limit(cudaLimit which, std::size_t value) const {
   device_guard guard(*this);
-  detail::check_with(cudaDeviceSetLimit(which, value),
-                     [&] {
-                       return "cudaDeviceSetLimit(limit " + std::to_string(static_cast<int>(which)) +
-                              ", " + std::to_string(value) + ", device " + std::to_string(ordinal_) +
-                              ")";
-                     },
+  detail::check_call(cudaDeviceSetLimit(which, value), "cudaDeviceSetLimit",
+                     {{"limit", which}, {"value", static_cast<long long>(value)}, {"device", ordinal_}},
                      __FILE__, __LINE__);
 }
 
 inline void device::synchronize() const {
   device_guard guard(*this);
-  detail::check_with(cudaDeviceSynchronize(),
-                     [&] { return "cudaDeviceSynchronize(device " + std::to_string(ordinal_) + ")"; },
+  detail::check_call(cudaDeviceSynchronize(), "cudaDeviceSynchronize", {{"device", ordinal_}},
                      __FILE__, __LINE__);
   detail::deferred().drain();  // host functions that finished: destroy them on this thread
 }

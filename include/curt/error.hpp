@@ -18,6 +18,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <initializer_list>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -300,10 +301,44 @@ inline void check(CUresult status, const char* call, const char* file, int line)
   if (CURT_UNLIKELY(status != CUDA_SUCCESS)) throw_error(status, call, file, line);
 }
 
-/// Like check(), but builds the description (with argument values) only on failure.
-template <class Status, class Describe>
-inline void check_with(Status status, Describe&& describe, const char* file, int line) {
-  if (CURT_UNLIKELY(status != Status{})) throw_error(status, std::string(describe()), file, line);
+/// One argument of a call, for the description of a failure: a word ("stream") or a named
+/// number ({"device", 1}).
+struct call_argument {
+  call_argument(const char* word) noexcept : text(word) {}  // NOLINT: {"stream", what}
+  call_argument(const char* name_, long long value_) noexcept : name(name_), value(value_) {}
+  const char* text = nullptr;
+  const char* name = nullptr;
+  long long value = 0;
+};
+
+// "function(argument, name value, ...)", built only on failure.
+CURT_COLD inline std::string describe_call(const char* function,
+                                           std::initializer_list<call_argument> arguments) {
+  std::string text = function;
+  text += '(';
+  const char* separator = "";
+  for (const call_argument& a : arguments) {
+    text += separator;
+    separator = ", ";
+    if (a.text) {
+      text += a.text;
+    } else {
+      text += a.name;
+      text += ' ';
+      text += std::to_string(a.value);
+    }
+  }
+  text += ')';
+  return text;
+}
+
+/// Like check(), naming the call's arguments: check_call(status, "cudaDeviceGetLimit",
+/// {{"limit", which}, {"device", ordinal}}, __FILE__, __LINE__). (A list rather than a lambda per
+/// call site: every file that includes curt compiles these calls.)
+inline void check_call(cudaError_t status, const char* function,
+                       std::initializer_list<call_argument> arguments, const char* file, int line) {
+  if (CURT_UNLIKELY(status != cudaSuccess))
+    throw_error(status, describe_call(function, arguments), file, line);
 }
 
 // Set once a sticky failure in a destructor was reported: one flag for runtime and driver codes.

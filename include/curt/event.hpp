@@ -137,12 +137,8 @@ class event : public event_ref {
     unsigned native_flags = to_native(flags);
     device_guard guard(d);
     cudaEvent_t created = nullptr;
-    detail::check_with(cudaEventCreateWithFlags(&created, native_flags),
-                       [&] {
-                         return "cudaEventCreateWithFlags(flags " + std::to_string(native_flags) +
-                                ", device " + std::to_string(d.ordinal()) + ")";
-                       },
-                       __FILE__, __LINE__);
+    detail::check_call(cudaEventCreateWithFlags(&created, native_flags), "cudaEventCreateWithFlags",
+                       {{"flags", native_flags}, {"device", d.ordinal()}}, __FILE__, __LINE__);
     handle_ = created;
   }
   /// An empty owner: every use throws until an event is assigned.

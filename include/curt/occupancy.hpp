@@ -23,12 +23,8 @@ const void* kernel_address(void (*kernel)(Params...)) noexcept {
 inline void set_kernel_attribute(device d, const void* kernel, cudaFuncAttribute attribute,
                                  int value, const char* what) {
   device_guard guard(d);
-  check_with(cudaFuncSetAttribute(kernel, attribute, value),
-             [&] {
-               return std::string("cudaFuncSetAttribute(kernel, ") + what + ", " +
-                      std::to_string(value) + ", device " + std::to_string(d.ordinal()) + ")";
-             },
-             __FILE__, __LINE__);
+  check_call(cudaFuncSetAttribute(kernel, attribute, value), "cudaFuncSetAttribute",
+             {"kernel", {what, value}, {"device", d.ordinal()}}, __FILE__, __LINE__);
 }
 }  // namespace detail
 
@@ -80,14 +76,13 @@ int max_active_blocks_per_multiprocessor(device d, void (*kernel)(Params...), in
                                          std::size_t dynamic_shared_memory = 0) {
   device_guard guard(d);
   int blocks = 0;
-  detail::check_with(
+  detail::check_call(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, detail::kernel_address(kernel),
                                                     block_threads, dynamic_shared_memory),
-      [&] {
-        return "cudaOccupancyMaxActiveBlocksPerMultiprocessor(kernel, " +
-               std::to_string(block_threads) + " threads, " +
-               std::to_string(dynamic_shared_memory) + " B)";
-      },
+      "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+      {"kernel", {"threads", block_threads},
+       {"bytes of dynamic shared memory", static_cast<long long>(dynamic_shared_memory)},
+       {"device", d.ordinal()}},
       __FILE__, __LINE__);
   return blocks;
 }
@@ -114,12 +109,11 @@ int max_active_clusters(device d, void (*kernel)(Params...), const launch_config
   device_guard guard(d);
   int clusters = 0;
   cudaLaunchConfig_t native = config.native(nullptr);
-  detail::check_with(
+  detail::check_call(
       cudaOccupancyMaxActiveClusters(&clusters, detail::kernel_address(kernel), &native),
-      [&] {
-        return "cudaOccupancyMaxActiveClusters(kernel, block " +
-               detail::dims_text(config.block_dims()) + ")";
-      },
+      "cudaOccupancyMaxActiveClusters",
+      {"kernel", {"block threads", static_cast<long long>(detail::volume(config.block_dims()))},
+       {"device", d.ordinal()}},
       __FILE__, __LINE__);
   return clusters;
 }

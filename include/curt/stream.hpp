@@ -356,15 +356,13 @@ class stream_ref {
   }
 
   void set_attribute(cudaStreamAttrID id, const cudaStreamAttrValue& value, const char* what) const {
-    detail::check_with(cudaStreamSetAttribute(native("set_attribute()"), id, &value),
-                       [&] { return std::string("cudaStreamSetAttribute(stream, ") + what + ")"; },
-                       __FILE__, __LINE__);
+    detail::check_call(cudaStreamSetAttribute(native("set_attribute()"), id, &value),
+                       "cudaStreamSetAttribute", {"stream", what}, __FILE__, __LINE__);
   }
   cudaStreamAttrValue attribute(cudaStreamAttrID id, const char* what) const {
     cudaStreamAttrValue value{};
-    detail::check_with(cudaStreamGetAttribute(native("attribute()"), id, &value),
-                       [&] { return std::string("cudaStreamGetAttribute(stream, ") + what + ")"; },
-                       __FILE__, __LINE__);
+    detail::check_call(cudaStreamGetAttribute(native("attribute()"), id, &value),
+                       "cudaStreamGetAttribute", {"stream", what}, __FILE__, __LINE__);
     return value;
   }
 
@@ -421,13 +419,10 @@ class stream : public stream_ref {
                     __FILE__, __LINE__);
     device_guard guard(d);
     cudaStream_t created = nullptr;
-    detail::check_with(
+    detail::check_call(
         cudaStreamCreateWithPriority(&created, static_cast<unsigned>(flags), priority),
-        [&] {
-          return "cudaStreamCreateWithPriority(flags " + std::to_string(unsigned(flags)) +
-                 ", priority " + std::to_string(priority) + ", device " +
-                 std::to_string(d.ordinal()) + ")";
-        },
+        "cudaStreamCreateWithPriority",
+        {{"flags", static_cast<unsigned>(flags)}, {"priority", priority}, {"device", d.ordinal()}},
         __FILE__, __LINE__);
     handle_ = created;
   }

@@ -127,7 +127,7 @@ TEST_CASE("limits read and write what the raw API sees, and bad ones are errors"
   d.set_limit(cudaLimitStackSize, raw);
   auto error = curt_test::require_cuda_error(
       [&] { d.set_limit(static_cast<cudaLimit>(1000), 1); }, cudaErrorInvalidValue,
-      {"cudaDeviceSetLimit(limit 1000, 1, device 0)"});
+      {"cudaDeviceSetLimit(limit 1000, value 1, device 0)"});
   // The driver logs which of its functions refused (CUDA 12.9+ error log).
   CHECK_THAT(error.driver_log(), ContainsSubstring("cuCtxSetLimit"));
   CHECK_THAT(error.what(), ContainsSubstring("driver log: "));

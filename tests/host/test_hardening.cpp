@@ -304,3 +304,22 @@ TEST_CASE("a stream_ref from a runtime 0 handle is the legacy default stream") {
   cudaStream_t other = reinterpret_cast<cudaStream_t>(std::uintptr_t{0x1000});
   CHECK(curt::stream_ref(other) == other);
 }
+
+TEST_CASE("a failed call is described with its arguments, words and named numbers") {
+  CHECK(curt::detail::describe_call("cudaSomething", {}) == "cudaSomething()");
+  CHECK(curt::detail::describe_call("cudaStreamGetAttribute", {"stream", "memory sync domain"}) ==
+        "cudaStreamGetAttribute(stream, memory sync domain)");
+  CHECK(curt::detail::describe_call("cudaDeviceSetLimit",
+                                    {{"limit", 1000}, {"value", 1LL << 40}, {"device", -1}}) ==
+        "cudaDeviceSetLimit(limit 1000, value 1099511627776, device -1)");
+  try {
+    curt::detail::check_call(cudaErrorInvalidValue, "cudaFuncSetAttribute",
+                             {"kernel", {"carveout", 50}}, "here.cpp", 7);
+    FAIL("check_call did not throw");
+  } catch (const curt::cuda_error& e) {
+    CHECK(e.call() == "cudaFuncSetAttribute(kernel, carveout 50)");
+    CHECK(e.where() == "here.cpp:7");
+    CHECK(e.status() == cudaErrorInvalidValue);
+  }
+  CHECK_NOTHROW(curt::detail::check_call(cudaSuccess, "cudaFine", {{"device", 0}}, "here.cpp", 8));
+}
