@@ -87,9 +87,7 @@ class event_ref {
 
   /// The handle for a CUDA call; throws, naming `operation`, when there is none.
   cudaEvent_t native(const char* operation) const {
-    if (CURT_UNLIKELY(detail::is_state_handle(handle_)))
-      detail::throw_no_handle(handle_, "curt::event", operation, __FILE__, __LINE__);
-    return handle_;
+    return detail::usable_handle(handle_, "curt::event", operation);
   }
 
   cudaEvent_t handle_;

@@ -350,9 +350,7 @@ class stream_ref {
 
   /// The handle for a CUDA call; throws, naming `operation`, when there is none.
   cudaStream_t native(const char* operation) const {
-    if (CURT_UNLIKELY(detail::is_state_handle(handle_)))
-      detail::throw_no_handle(handle_, "curt::stream", operation, __FILE__, __LINE__);
-    return handle_;
+    return detail::usable_handle(handle_, "curt::stream", operation);
   }
 
   void set_attribute(cudaStreamAttrID id, const cudaStreamAttrValue& value, const char* what) const {

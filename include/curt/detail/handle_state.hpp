@@ -62,5 +62,14 @@ cudaStream_t explicit_stream(cudaStream_t stream) noexcept {
         file, line);
 }
 
+/// `handle` for a CUDA call by `type`::`operation`; throws (naming both) when an owner that holds
+/// none, or a ref made from one, carries a state instead. One compare on the hot path.
+template <class Handle>
+Handle usable_handle(Handle handle, const char* type, const char* operation) {
+  if (CURT_UNLIKELY(is_state_handle(handle)))
+    throw_no_handle(handle, type, operation, __FILE__, __LINE__);
+  return handle;
+}
+
 }  // namespace detail
 }  // namespace curt

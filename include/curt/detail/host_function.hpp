@@ -144,8 +144,6 @@ class host_error_table {
     }
     if (kept) report(std::move(kept), id, "and its stream was destroyed before synchronize()");
   }
-  /// Entries kept (streams with unfinished host functions or an exception not yet rethrown).
-  std::size_t size() const noexcept { return size_.load(order::relaxed); }
 
   /// Hands an exception nobody can rethrow to the error handler, as a host_function_error.
   static void report(std::exception_ptr error, unsigned long long stream_id,
