@@ -85,7 +85,7 @@ class launch_config {
   }
   /// Records `e` once all blocks have triggered (cudaTriggerProgrammaticLaunchCompletion) or
   /// started, so other streams can wait on this kernel's early part.
-  launch_config& programmatic_event(event_ref e, bool trigger_at_block_start = false) noexcept {
+  launch_config& programmatic_event(event_ref e, bool trigger_at_block_start = false) {
     cudaLaunchAttributeValue v{};
     v.programmaticEvent.event = e.get();
     v.programmaticEvent.flags = 0;
@@ -93,7 +93,7 @@ class launch_config {
     return set(cudaLaunchAttributeProgrammaticEvent, v);
   }
   /// Records `e` when all blocks have started (they may still be running).
-  launch_config& launch_completion_event(event_ref e) noexcept {
+  launch_config& launch_completion_event(event_ref e) {
     cudaLaunchAttributeValue v{};
     v.launchCompletionEvent.event = e.get();
     v.launchCompletionEvent.flags = 0;

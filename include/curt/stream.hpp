@@ -251,8 +251,8 @@ class stream_ref {
     unsigned long long id = 0;
     detail::check(cudaStreamGetId(h, &id), "cudaStreamGetId(stream)", __FILE__, __LINE__);
     auto t = std::make_unique<task>(std::forward<F>(function), id);
+    if (h == cudaStreamPerThread) detail::watch_per_thread_stream(id);  // may throw: before begin()
     detail::host_errors().begin(id);
-    if (h == cudaStreamPerThread) detail::watch_per_thread_stream(id);
     cudaError_t status = cudaLaunchHostFunc(h, &task::run_once, t.get());
     if (CURT_UNLIKELY(status != cudaSuccess)) {
       detail::host_errors().finish(id, nullptr);
@@ -464,8 +464,8 @@ class stream : public stream_ref {
     return std::exchange(handle_, detail::state_handle<cudaStream_t>(left));
   }
   void destroy() noexcept {
+    if (detail::is_state_handle(handle_)) return;  // holds no stream: not a drain point either
     detail::deferred().drain();
-    if (detail::is_state_handle(handle_)) return;
     try {
       detail::stream_context_scope in_context(handle_);
       detail::host_errors().stream_destroyed(handle_);
@@ -483,6 +483,8 @@ class stream : public stream_ref {
 /// Without blocking: timer.record_stop(); ... poll timer.ready() ...; auto ms = timer.elapsed();
 class stream_timer {
  public:
+  /// A timer of a temporary owner would outlive its stream.
+  explicit stream_timer(stream&&) = delete;
   explicit stream_timer(stream_ref s)
       : stream_(s), start_(timing_event(s)), stop_(timing_event(s)) {
     detail::stream_context_scope in_context(stream_.get());  // as launch and synchronize do

@@ -1,0 +1,47 @@
+// Found by review, reproduced without a GPU: an empty event given to a launch attribute must be a
+// catchable error (the setter was noexcept and terminated), and the destructor of an owner that
+// holds no stream must not run other threads' finished host functions.
+#include <catch.hpp>
+
+#include <curt/event.hpp>
+#include <curt/launch.hpp>
+#include <curt/stream.hpp>
+
+#include <atomic>
+#include <thread>
+
+TEST_CASE("an empty or moved-from event given to a launch attribute is a catchable error") {
+  curt::event empty(curt::no_handle);
+  curt::launch_config config;
+  CHECK_THROWS_WITH(config.programmatic_event(empty), ContainsSubstring("empty"));
+  CHECK_THROWS_WITH(config.launch_completion_event(empty), ContainsSubstring("empty"));
+  curt::event moved(std::move(empty));
+  CHECK_THROWS_WITH(config.programmatic_event(empty), ContainsSubstring("moved-from"));
+  CHECK(config.attribute_count() == 0);  // nothing half-set
+}
+
+namespace {
+std::atomic<int> destroyed{0};
+struct probe_task : curt::detail::host_task_base {
+  probe_task() { destroy = [](curt::detail::host_task_base* self) noexcept {
+      destroyed.fetch_add(1);
+      delete static_cast<probe_task*>(self);
+    }; }
+};
+}  // namespace
+
+TEST_CASE("destroying an owner that holds no stream leaves finished host functions alone") {
+  destroyed = 0;
+  // A host function finished on another thread and waits to be destroyed at a drain point.
+  std::thread([] { curt::detail::deferred().push(new probe_task); }).join();
+  {
+    curt::stream empty(curt::no_handle);
+    curt::stream moved_to(std::move(empty));
+    curt::stream reassigned(curt::no_handle);
+    reassigned = std::move(moved_to);
+  }  // three destructors and a move-assignment of owners without a stream
+  CHECK(destroyed.load() == 0);
+  // A real drain point destroys it (here the list itself, as synchronize() would).
+  curt::detail::deferred().drain();
+  CHECK(destroyed.load() == 1);
+}
