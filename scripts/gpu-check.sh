@@ -10,8 +10,9 @@
 #   scripts/gpu-check.sh [--bench] [LOG_DIR]
 # Environment: BENCH_FILTER (a Google Benchmark regex, e.g. 'paired/' for the overhead pairs only),
 # BENCH_REPETITIONS (default 10), COMPILE_COST_HEADERS=1 to also time each header alone (slow),
-# SKIP_SANITIZER=1 to leave compute-sanitizer out. CUDA_VISIBLE_DEVICES limits the GPUs counted,
-# so CUDA_VISIBLE_DEVICES=0 on a two-GPU machine runs the one-GPU check.
+# SKIP_SANITIZER=1 to leave compute-sanitizer out, BUILD_TIMEOUT (seconds, default 300) for the
+# build. CUDA_VISIBLE_DEVICES limits the GPUs counted, so CUDA_VISIBLE_DEVICES=0 on a two-GPU
+# machine runs the one-GPU check.
 # Full logs go to LOG_DIR (default: gpu-check-logs). Exits non-zero on any failure.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -58,7 +59,8 @@ fi
 
 step configure cmake -S "$root" -B "$build" $(curt_generator_args) -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}"
-step build cmake --build "$build" -j "$jobs"
+# A compiler that hangs (seen once: cudafe++ on one test file) must not use up a GPU lease.
+step build timeout "${BUILD_TIMEOUT:-300}" cmake --build "$build" -j "$jobs"
 
 # Host-side tests in parallel; GPU tests and examples one at a time (some measure overlap).
 step ctest-host ctest --test-dir "$build" -LE 'gpu|examples' -j "$jobs" --output-on-failure

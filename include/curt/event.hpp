@@ -95,6 +95,7 @@ class event_ref {
  private:
   [[noreturn]] CURT_COLD static void explain_record_failure(cudaError_t status,
                                                             cudaStream_t stream) {
+    std::string log = detail::take_driver_log();  // before the diagnosis, which may log
     std::string why;
     int ordinal = -1;
     if (status == cudaErrorInvalidResourceHandle) {
@@ -104,8 +105,9 @@ class event_ref {
         why += "; this stream is on device " + std::to_string(ordinal);
       (void)cudaGetLastError();
     }
-    detail::throw_error(make_error_code(status), "cudaEventRecord(event, stream)",
-                        detail::location(__FILE__, __LINE__), why);
+    detail::throw_error_with_log(make_error_code(status), "cudaEventRecord(event, stream)",
+                                 detail::location(__FILE__, __LINE__), std::move(why),
+                                 std::move(log));
   }
 };
 

@@ -330,6 +330,7 @@ template <class Config>
   // The log first: the diagnosis below makes calls of its own that may log.
   std::string log = take_driver_log();
   (void)cudaGetLastError();  // a refused launch's error is not sticky: clear it before diagnosing
+  stream_context_scope in_context(config.stream);  // the kernel's name and limits are per device
   std::error_code code = make_error_code(status);
   // After a sticky error every call fails: the launch is not the cause, and there is nothing to
   // diagnose (throw_error_with_log says so).

@@ -42,7 +42,7 @@ template <class... Params>
 void set_max_dynamic_shared_memory(device d, void (*kernel)(Params...), std::size_t bytes) {
   std::size_t limit = d.max_shared_memory_per_block_optin();
   std::size_t static_bytes = kernel_attributes(d, kernel).sharedSizeBytes;
-  if (bytes + static_bytes > limit)
+  if (bytes > limit || static_bytes > limit - bytes)  // (no overflow for bytes near SIZE_MAX)
     throw cuda_error(cudaErrorInvalidValue,
                      "curt::set_max_dynamic_shared_memory(" + std::to_string(bytes) + " B)",
                      std::to_string(bytes) + " B + " + std::to_string(static_bytes) +

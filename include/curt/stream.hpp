@@ -263,34 +263,44 @@ class stream_ref {
 
   curt::device device() const {
     int ordinal = 0;
-    detail::check(cudaStreamGetDevice(native("device()"), &ordinal), "cudaStreamGetDevice(stream)",
+    cudaStream_t h = native("device()");
+    detail::stream_context_scope in_context(h);
+    detail::check(cudaStreamGetDevice(h, &ordinal), "cudaStreamGetDevice(stream)",
                   __FILE__, __LINE__);
     return device::from_ordinal_unchecked(ordinal);
   }
   stream_flags flags() const {
     unsigned native_flags = 0;
-    detail::check(cudaStreamGetFlags(native("flags()"), &native_flags),
+    cudaStream_t h = native("flags()");
+    detail::stream_context_scope in_context(h);
+    detail::check(cudaStreamGetFlags(h, &native_flags),
                   "cudaStreamGetFlags(stream)", __FILE__, __LINE__);
     return (native_flags & cudaStreamNonBlocking) ? stream_flags::non_blocking
                                                   : stream_flags::blocking;
   }
   int priority() const {
     int value = 0;
-    detail::check(cudaStreamGetPriority(native("priority()"), &value),
+    cudaStream_t h = native("priority()");
+    detail::stream_context_scope in_context(h);
+    detail::check(cudaStreamGetPriority(h, &value),
                   "cudaStreamGetPriority(stream)", __FILE__, __LINE__);
     return value;
   }
   /// The stream's process-unique id.
   unsigned long long id() const {
     unsigned long long value = 0;
-    detail::check(cudaStreamGetId(native("id()"), &value), "cudaStreamGetId(stream)", __FILE__,
+    cudaStream_t h = native("id()");
+    detail::stream_context_scope in_context(h);
+    detail::check(cudaStreamGetId(h, &value), "cudaStreamGetId(stream)", __FILE__,
                   __LINE__);
     return value;
   }
   /// True while the stream is being captured into a graph.
   bool is_capturing() const {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    detail::check(cudaStreamIsCapturing(native("is_capturing()"), &status),
+    cudaStream_t h = native("is_capturing()");
+    detail::stream_context_scope in_context(h);
+    detail::check(cudaStreamIsCapturing(h, &status),
                   "cudaStreamIsCapturing(stream)", __FILE__, __LINE__);
     return status == cudaStreamCaptureStatusActive;
   }
@@ -354,12 +364,16 @@ class stream_ref {
   }
 
   void set_attribute(cudaStreamAttrID id, const cudaStreamAttrValue& value, const char* what) const {
-    detail::check_call(cudaStreamSetAttribute(native("set_attribute()"), id, &value),
+    cudaStream_t h = native("set_attribute()");
+    detail::stream_context_scope in_context(h);
+    detail::check_call(cudaStreamSetAttribute(h, id, &value),
                        "cudaStreamSetAttribute", {"stream", what}, __FILE__, __LINE__);
   }
   cudaStreamAttrValue attribute(cudaStreamAttrID id, const char* what) const {
     cudaStreamAttrValue value{};
-    detail::check_call(cudaStreamGetAttribute(native("attribute()"), id, &value),
+    cudaStream_t h = native("attribute()");
+    detail::stream_context_scope in_context(h);
+    detail::check_call(cudaStreamGetAttribute(h, id, &value),
                        "cudaStreamGetAttribute", {"stream", what}, __FILE__, __LINE__);
     return value;
   }
@@ -490,6 +504,17 @@ class stream_timer {
     detail::stream_context_scope in_context(stream_.get());  // as launch and synchronize do
     start_.record(stream_);
   }
+  /// Destroys its events in the stream's context, where they were made and recorded.
+  ~stream_timer() {
+    try {
+      detail::stream_context_scope in_context(stream_.get());
+      event start = std::move(start_), stop = std::move(stop_);
+    } catch (...) {
+      // The context could not be made current: the events go with the members, as they are.
+    }
+  }
+  stream_timer(stream_timer&&) = default;
+  stream_timer& operator=(stream_timer&&) = default;
   /// Records the stop event now (once; later calls keep the first) and returns at once.
   void record_stop() {
     if (stopped_) return;
