@@ -231,6 +231,16 @@ TEST_CASE("a thread without a context keeps none: creation, queries, occupancy, 
     step(left_behind, "device::stream_priority_range");
     (void)s.device();
     step(left_behind, "stream::device");
+    (void)s.priority();
+    step(left_behind, "stream::priority");
+    (void)s.flags();
+    step(left_behind, "stream::flags");
+    (void)s.id();
+    step(left_behind, "stream::id");
+    (void)s.is_capturing();
+    step(left_behind, "stream::is_capturing");
+    s.set_synchronization_policy(s.synchronization_policy());
+    step(left_behind, "stream::synchronization_policy and its setter");
     curt::launch(s, config_for(n), slow_affine, dx.get(), dy.get(), n, a, b, 1'000'000ull);
     step(left_behind, "curt::launch");
     (void)s.ready();
@@ -240,6 +250,11 @@ TEST_CASE("a thread without a context keeps none: creation, queries, occupancy, 
     s.host_call([] {});
     s.synchronize();
     step(left_behind, "stream::host_call");
+    {
+      curt::stream_timer timer(s);
+      (void)timer.stop();
+    }
+    step(left_behind, "stream_timer (made, stopped and destroyed)");
     // Passed to the runtime unchanged (documented): reported, not judged.
     done.record(s);
     step(undocumented, "event::record");

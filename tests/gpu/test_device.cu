@@ -144,13 +144,13 @@ TEST_CASE("device_guard pushes the device's primary context and restores exactly
   curt_test::on_fresh_thread([&] {
     before = curt_test::current_context();
     {
-      curt::device_guard guard(curt::device(last));
+      curt::device_guard guard{curt::device(last)};
       inside = curt_test::current_context();
       device_inside = curt::current_device().ordinal();
     }
     after = curt_test::current_context();
     try {
-      curt::device_guard guard(curt::device(last));
+      curt::device_guard guard{curt::device(last)};
       throw std::runtime_error("leave the scope early");
     } catch (const std::runtime_error&) {
     }
@@ -172,7 +172,7 @@ TEST_CASE("device_guard pushes the device's primary context and restores exactly
   CUcontext current = curt_test::current_context();
   REQUIRE(current == primary);
   {
-    curt::device_guard guard(curt::device(last));
+    curt::device_guard guard{curt::device(last)};
     CHECK(curt_test::current_context() == current);
   }
   CHECK(curt_test::current_context() == current);

@@ -11,6 +11,7 @@
 #include <cooperative_groups.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -282,6 +283,16 @@ TEST_CASE("set_max_dynamic_shared_memory changes the kernel's limit, within the 
       {"exceeds the device's limit", limit.c_str(), "curt::set_max_dynamic_shared_memory"});
   CHECK(static_cast<std::size_t>(raw_attributes(dynamic_shared).maxDynamicSharedSizeBytes) == wanted);
   CHECK(cudaGetLastError() == cudaSuccess);
+  // A size whose sum with a kernel's static shared memory wraps around is refused too.
+  const int tiled_before = raw_attributes(tiled_sum).maxDynamicSharedSizeBytes;
+  REQUIRE(raw_attributes(tiled_sum).sharedSizeBytes > 0);
+  for (std::size_t huge : {SIZE_MAX, SIZE_MAX - 1, std::size_t(1) << 63}) {
+    INFO(huge << " B");
+    curt_test::require_cuda_error(
+        [&] { curt::set_max_dynamic_shared_memory(dev, tiled_sum, huge); },
+        cudaErrorInvalidValue, {"exceeds the device's limit", limit.c_str()});
+  }
+  CHECK(raw_attributes(tiled_sum).maxDynamicSharedSizeBytes == tiled_before);
 
   // Back to what it was.
   curt::set_max_dynamic_shared_memory(dev, dynamic_shared,
@@ -327,10 +338,12 @@ TEST_CASE("set_preferred_shared_memory_carveout round-trips through cudaFuncGetA
     CHECK(raw_attributes(carveout_probe).preferredShmemCarveout == percent);
     CHECK(curt::kernel_attributes(dev, carveout_probe).preferredShmemCarveout == percent);
   }
-  // Out of range: the runtime refuses it and curt names the call.
+  // Out of range: the runtime refuses it and curt names the call, the value and the device.
+  const std::string named = "cudaFuncSetAttribute(kernel, preferred shared memory carveout 101, "
+                            "device " + std::to_string(dev.ordinal()) + ")";
   curt_test::require_cuda_error(
       [&] { curt::set_preferred_shared_memory_carveout(dev, carveout_probe, 101); },
-      cudaErrorInvalidValue, {"preferred shared memory carveout, 101, device 0"});
+      cudaErrorInvalidValue, {named.c_str(), "Requested preferred shared mem carveout invalid"});
   CHECK(cudaGetLastError() == cudaSuccess);
   curt::set_preferred_shared_memory_carveout(dev, carveout_probe, before);
 }
