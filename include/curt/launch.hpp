@@ -84,7 +84,9 @@ class launch_config {
     return set(cudaLaunchAttributeProgrammaticStreamSerialization, v);
   }
   /// Records `e` once all blocks have triggered (cudaTriggerProgrammaticLaunchCompletion) or
-  /// started, so other streams can wait on this kernel's early part.
+  /// started, so kernels on other streams can wait on this kernel's early part (with
+  /// cudaGridDependencySynchronize). The host may see it fire only after the kernel is done:
+  /// on the H200, ready() stayed false while the kernel ran. `e` must not record timing.
   launch_config& programmatic_event(event_ref e, bool trigger_at_block_start = false) {
     cudaLaunchAttributeValue v{};
     v.programmaticEvent.event = e.get();
@@ -92,7 +94,8 @@ class launch_config {
     v.programmaticEvent.triggerAtBlockStart = trigger_at_block_start;
     return set(cudaLaunchAttributeProgrammaticEvent, v);
   }
-  /// Records `e` when all blocks have started (they may still be running).
+  /// Records `e` when all blocks have started (they may still be running; the driver calls this
+  /// best effort). `e` must not record timing.
   launch_config& launch_completion_event(event_ref e) {
     cudaLaunchAttributeValue v{};
     v.launchCompletionEvent.event = e.get();

@@ -239,8 +239,9 @@ TEST_CASE("a thread without a context keeps none: creation, queries, occupancy, 
     step(left_behind, "stream::id");
     (void)s.is_capturing();
     step(left_behind, "stream::is_capturing");
-    s.set_synchronization_policy(s.synchronization_policy());
-    step(left_behind, "stream::synchronization_policy and its setter");
+    s.set_synchronization_policy(cudaSyncPolicyYield);
+    (void)s.synchronization_policy();
+    step(left_behind, "stream::set_synchronization_policy and synchronization_policy");
     curt::launch(s, config_for(n), slow_affine, dx.get(), dy.get(), n, a, b, 1'000'000ull);
     step(left_behind, "curt::launch");
     (void)s.ready();

@@ -725,6 +725,11 @@ TEST_CASE("the other launch attributes are accepted by real launches") {
         WARN("under compute-sanitizer: the event's timing against the stream is not checked");
         continue;
       }
+      // A launch completion event reaches the host while the kernel runs (seen on the H200). A
+      // programmatic event need not: the host "may only observe the event trigger long after the
+      // associated kernel has completed" (driver_types.h), and on the H200 it does. For it, only
+      // "not before the kernel starts" and "ready once it is done" are checked.
+      const bool host_sees_it_early = v == completion;
       bool ready_before_start = true, fired = false, stream_busy_when_fired = false;
       {
         curt_test::host_gate gate;
@@ -733,7 +738,7 @@ TEST_CASE("the other launch attributes are accepted by real launches") {
                      kernel_timeout_ns, v == programmatic_triggered);
         ready_before_start = e.ready();
         gate.open();
-        auto deadline = std::chrono::steady_clock::now() + 10s;
+        auto deadline = std::chrono::steady_clock::now() + (host_sees_it_early ? 10s : 100ms);
         while (!(fired = e.ready()) && std::chrono::steady_clock::now() < deadline)
           std::this_thread::sleep_for(100us);
         stream_busy_when_fired = !s.ready();  // the kernel still spins: it waits for us
@@ -741,8 +746,10 @@ TEST_CASE("the other launch attributes are accepted by real launches") {
         s.synchronize();
       }
       CHECK_FALSE(ready_before_start);
-      CHECK(fired);
-      CHECK(stream_busy_when_fired);
+      if (host_sees_it_early) {
+        CHECK(fired);
+        CHECK(stream_busy_when_fired);
+      }
       CHECK(host_flags[1] == 0u);  // released by the host, not by the kernel's timeout
       CHECK(e.ready());
       require_close(out.download(), c.expected);
