@@ -1,0 +1,42 @@
+// curt/detail/span_like.hpp: how curt's memory owners hand out views, and which views and
+// ranges its copies accept, without including <cuda/std/span> (it alone costs about twice a
+// translation unit of the CUDA runtime headers; see docs/performance.md).
+//
+// - An owner converts implicitly to any span-like view type S of its elements: S has an
+//   element_type, T* converts to element_type* as arrays do (so float -> const float, never
+//   const float -> float), and S is constructible from (T*, std::size_t). cuda::std::span,
+//   std::span (C++20) and a user's own view all qualify, so a kernel can take a
+//   cuda::std::span<float> by value and be given a buffer.
+// - A copy accepts any contiguous range r with r.data() and r.size(): curt's owners, spans,
+//   std::vector, std::array.
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+namespace curt::detail {
+
+template <class S, class T, class = void>
+struct is_span_like_of : std::false_type {};
+template <class S, class T>
+struct is_span_like_of<S, T, std::void_t<typename S::element_type>>
+    : std::bool_constant<std::is_convertible_v<T (*)[], typename S::element_type (*)[]> &&
+                         std::is_constructible_v<S, T*, std::size_t>> {};
+
+/// For a conversion operator template: `template <class S, detail::span_like_of<S, T> = 0>`.
+template <class S, class T>
+using span_like_of = std::enable_if_t<is_span_like_of<S, T>::value, int>;
+
+template <class R, class = void>
+struct has_data_and_size : std::false_type {};
+template <class R>
+struct has_data_and_size<R, std::void_t<decltype(std::declval<R&>().data()),
+                                        decltype(std::declval<R&>().size())>>
+    : std::is_pointer<decltype(std::declval<R&>().data())> {};
+
+/// The element type of a contiguous range (const where the range gives const access).
+template <class R>
+using range_element_t = std::remove_pointer_t<decltype(std::declval<R&>().data())>;
+
+}  // namespace curt::detail
