@@ -50,6 +50,7 @@ enum class stream_flags : unsigned {
 };
 
 class stream_ref;
+class stream;
 
 namespace detail {
 
@@ -84,6 +85,15 @@ class wait_events {
     return e.event;
   }
   void forget_last() noexcept { last_stream_ = nullptr; }
+  /// The event for a context whose id the caller knows (a curt::stream owner learnt it when it
+  /// was made): no driver call when it is the context asked for last. The context is alive while
+  /// the owner's stream is, so the entry of that id is too.
+  cudaEvent_t for_known_context(CUcontext context, unsigned long long id) {
+    if (CURT_LIKELY(last_known_.context == context && last_known_.id == id))
+      return last_known_.event;
+    last_known_ = for_context(context, id);
+    return last_known_.event;
+  }
 
   ~wait_events() {
     for (const entry& e : entries_) {
@@ -112,6 +122,9 @@ class wait_events {
   const entry& for_context(CUcontext context) {
     unsigned long long id = 0;
     CURT_DRIVER_CALL(cuCtxGetId, 12000, context, &id);
+    return for_context(context, id);
+  }
+  const entry& for_context(CUcontext context, unsigned long long id) {
     for (entry& e : entries_) {
       if (e.context != context) continue;
       if (e.id == id) return e;
@@ -130,6 +143,7 @@ class wait_events {
   entries<entry> entries_;
   cudaStream_t last_stream_ = nullptr;
   entry last_;
+  entry last_known_;
 };
 
 inline wait_events& thread_wait_events() {
@@ -206,7 +220,11 @@ class stream_ref {
                   "cudaStreamWaitEvent(stream, event)", __FILE__, __LINE__);
   }
   /// Later work on this stream waits for all work submitted to `other` so far (through an event
-  /// of other's context). Waiting on itself does nothing.
+  /// of other's context, kept per thread). Waiting on itself does nothing.
+  /// Waiting on a curt::stream owner costs the raw pair of calls (its context is known); on a
+  /// ref, one more driver call checks that the context of the event kept for it is still alive
+  /// (a cudaDeviceReset destroys it).
+  inline void wait(const stream& other) const;
   void wait(stream_ref other) const {
     cudaStream_t self = native("wait(stream)");
     cudaStream_t source = other.native("wait(stream) (the stream waited on)");
@@ -437,6 +455,7 @@ class stream : public stream_ref {
         {{"flags", static_cast<unsigned>(flags)}, {"priority", priority}, {"device", d.ordinal()}},
         __FILE__, __LINE__);
     handle_ = created;
+    learn_context();
   }
   /// An empty owner: every use throws until a stream is assigned.
   explicit stream(no_handle_t) noexcept
@@ -453,10 +472,14 @@ class stream : public stream_ref {
   }
 
   stream(stream&& other) noexcept
-      : stream_ref(other.take(detail::handle_state::moved_from), from_state_t{}) {}
+      : stream_ref(other.take(detail::handle_state::moved_from), from_state_t{}),
+        context_(other.context_),
+        context_id_(other.context_id_) {}
   stream& operator=(stream&& other) noexcept {
     if (this != &other) {
       destroy();
+      context_ = other.context_;
+      context_id_ = other.context_id_;
       handle_ = other.take(detail::handle_state::moved_from);
     }
     return *this;
@@ -473,7 +496,25 @@ class stream : public stream_ref {
   }
 
  private:
-  explicit stream(cudaStream_t handle) noexcept : stream_ref(handle, from_state_t{}) {}
+  friend class stream_ref;  // wait(const stream&) reads the context below
+
+  explicit stream(cudaStream_t handle) noexcept : stream_ref(handle, from_state_t{}) {
+    learn_context();
+  }
+  // The stream's context and its process-unique id, read once here so that waiting on this
+  // stream needs no driver call (the context lives as long as the stream). Null if unknown.
+  void learn_context() noexcept {
+    try {
+      CUcontext context = detail::stream_context(handle_);
+      unsigned long long id = 0;
+      if (context && CURT_DRIVER_FUNCTION(cuCtxGetId, 12000)(context, &id) == CUDA_SUCCESS) {
+        context_ = context;
+        context_id_ = id;
+      }
+    } catch (const cuda_error&) {
+      // No driver entry point: waits on this stream take the general path.
+    }
+  }
   cudaStream_t take(detail::handle_state left) noexcept {
     return std::exchange(handle_, detail::state_handle<cudaStream_t>(left));
   }
@@ -490,7 +531,22 @@ class stream : public stream_ref {
     }
     handle_ = detail::state_handle<cudaStream_t>(detail::handle_state::empty);
   }
+
+  CUcontext context_ = nullptr;
+  unsigned long long context_id_ = 0;
 };
+
+inline void stream_ref::wait(const stream& other) const {
+  if (CURT_UNLIKELY(other.context_ == nullptr)) return wait(static_cast<stream_ref>(other));
+  cudaStream_t self = native("wait(stream)");
+  cudaStream_t source = other.native("wait(stream) (the stream waited on)");
+  if (source == self) return;
+  cudaEvent_t e = detail::thread_wait_events().for_known_context(other.context_, other.context_id_);
+  detail::check(cudaEventRecord(e, source), "cudaEventRecord(wait event, other stream)", __FILE__,
+                __LINE__);
+  detail::check(cudaStreamWaitEvent(self, e, 0), "cudaStreamWaitEvent(stream, other stream)",
+                __FILE__, __LINE__);
+}
 
 /// Times a region of work on a stream: records a start event now and a stop event at stop().
 ///   curt::stream_timer timer(stream);  ... enqueue work ...;  auto ms = timer.stop();

@@ -156,7 +156,10 @@ void on_fresh_thread_noted(Body body) {
 // only if the consumer really waited: without the wait it would read the poison while the
 // producer still spins. Buffers live in the context current on the calling thread. Returns what
 // went wrong (empty when nothing did); no Catch2 assertion, so it runs on any thread.
-std::string wait_problem(curt::stream_ref producer, curt::stream_ref consumer,
+// Producer: a curt::stream owner (wait takes the owner's path: its context is known) or a
+// stream_ref (the general path).
+template <class Producer>
+std::string wait_problem(const Producer& producer, curt::stream_ref consumer,
                          std::chrono::nanoseconds delay = 20ms) {
   int n = random_size();
   std::vector<float> x = curt_test::random_floats(std::size_t(n), 1.0f, 2.0f);
@@ -181,7 +184,8 @@ std::string wait_problem(curt::stream_ref producer, curt::stream_ref consumer,
 }
 
 // wait_problem on the test's thread, as an assertion.
-void check_wait_for_stream(curt::stream_ref producer, curt::stream_ref consumer,
+template <class Producer>
+void check_wait_for_stream(const Producer& producer, curt::stream_ref consumer,
                            std::chrono::nanoseconds delay = 20ms) {
   std::string problem = wait_problem(producer, consumer, delay);
   INFO(problem);
@@ -449,6 +453,7 @@ TEST_CASE("stream.wait(stream) works before and after cudaDeviceReset on the sam
     before = context_of(p);
     CURT_DRIVER_CALL(cuCtxGetId, 12000, before, &id_before);
     check_wait_for_stream(p, c);  // caches this thread's wait event of the primary context
+    check_wait_for_stream(curt::stream_ref(p), c);  // through a ref: the general path
     check_wait_for_stream(c, p, 10ms);
   }  // every owner is gone before the reset
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
@@ -465,6 +470,7 @@ TEST_CASE("stream.wait(stream) works before and after cudaDeviceReset on the sam
     for (int round = 0; round < 2; ++round) {
       INFO("round " << round);
       check_wait_for_stream(p, c);
+      check_wait_for_stream(curt::stream_ref(p), c);
     }
     check_wait_for_stream(c, p, 10ms);
     c.wait(c);
