@@ -25,6 +25,8 @@
 // the run: each variant's median time per operation and its ratio to the raw call of its group,
 // then the same for submit_ns. Exit code 77 when there is no device.
 
+#include "harness.hpp"
+
 #include <curt/curt.hpp>
 
 #include <benchmark/benchmark.h>
@@ -101,12 +103,7 @@ std::map<std::string, int>& operations_per_iteration() {
   return table;
 }
 
-// Marks the benchmark failed when `status` is an error; true on success.
-bool ok(benchmark::State& state, cudaError_t status) {
-  if (status == cudaSuccess) return true;
-  state.SkipWithError(cudaGetErrorName(status));
-  return false;
-}
+using curt_bench::ok;
 
 // The raw variants' synchronize: wait, then pick up any launch error.
 bool raw_sync(benchmark::State& state, cudaStream_t stream) {
@@ -464,44 +461,9 @@ void gpu_time_curt(benchmark::State& state) {
 
 constexpr int kPairBatch = 32;
 
-double median_of(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const std::size_t half = values.size() / 2;
-  return values.size() % 2 ? values[half] : (values[half - 1] + values[half]) / 2.0;
-}
-
 template <class Raw, class Curt>
 void paired(benchmark::State& state, Raw raw_batch, Curt curt_batch) {
-  std::vector<double> raw_ns, curt_ns, ratio;
-  auto timed = [&](auto&& batch) {
-    const auto start = std::chrono::steady_clock::now();
-    batch();
-    const auto stop = std::chrono::steady_clock::now();
-    g->stream.synchronize();  // not timed: the next batch starts on an idle queue
-    return std::chrono::duration<double, std::nano>(stop - start).count() / kPairBatch;
-  };
-  bool raw_first = true;
-  for (auto _ : state) {
-    (void)_;
-    double r = 0.0, c = 0.0;
-    if (raw_first) {
-      r = timed(raw_batch);
-      c = timed(curt_batch);
-    } else {
-      c = timed(curt_batch);
-      r = timed(raw_batch);
-    }
-    raw_first = !raw_first;
-    if (!ok(state, cudaGetLastError())) return;
-    raw_ns.push_back(r);
-    curt_ns.push_back(c);
-    ratio.push_back(c / r);
-  }
-  state.SetItemsProcessed(state.iterations() * 2 * kPairBatch);
-  state.counters["raw_ns"] = median_of(raw_ns);
-  state.counters["curt_ns"] = median_of(curt_ns);
-  state.counters["curt_over_raw"] = median_of(ratio);
+  curt_bench::paired(state, kPairBatch, raw_batch, curt_batch, [] { g->stream.synchronize(); });
 }
 
 template <feature F>
@@ -678,15 +640,7 @@ void warm_up() {
   g->stream.synchronize();
 }
 
-// Benchmark 1.7 marks a failed run with error_occurred, 1.8 with skipped.
-template <class Run>
-auto run_failed(const Run& run, int) -> decltype(static_cast<bool>(run.skipped)) {
-  return static_cast<bool>(run.skipped);
-}
-template <class Run>
-auto run_failed(const Run& run, long) -> decltype(static_cast<bool>(run.error_occurred)) {
-  return static_cast<bool>(run.error_occurred);
-}
+using curt_bench::detail::run_failed;
 
 // The console reporter, also keeping each benchmark's median real time and submit_ns for the
 // summary.
