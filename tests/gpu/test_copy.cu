@@ -1,0 +1,437 @@
+// Copies, fills and memsets (curt/copy.hpp), pitched 2D and 3D buffers (curt/pitched.hpp) and
+// pointer attributes (curt/memory.hpp): every direction synchronous and on a stream, size
+// mismatches named in numbers, fills of 1-, 2-, 4-, 8- and 12-byte values by each of fill's
+// paths (memset, driver memsets, curt's kernel, and from a host compiler's translation unit),
+// pitched round trips with random extents whose layout is checked with the raw API, and the
+// attributes of every kind of memory.
+//
+// Destinations are poisoned first (0xFF bytes) and compared with fresh random inputs.
+#include <catch.hpp>
+#include <expect.hpp>
+
+#include "page_array.hpp"
+
+#include <curt/copy.hpp>
+#include <curt/device.hpp>
+#include <curt/memory.hpp>
+#include <curt/pitched.hpp>
+#include <curt/span.hpp>
+#include <curt/stream.hpp>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace curt_test {
+// In test_copy_host_tu.cpp, compiled by the host compiler.
+void fill_from_host_compiler(curt::device_buffer<std::uint16_t>& b, std::uint16_t value,
+                             curt::stream_ref s);
+void fill_from_host_compiler(curt::device_buffer<float>& b, float value, curt::stream_ref s);
+void fill_from_host_compiler(curt::device_buffer<double>& b, double value, curt::stream_ref s);
+}  // namespace curt_test
+
+namespace {
+
+struct rgb {
+  float r, g, b;
+};
+
+std::size_t random_size() { return static_cast<std::size_t>(curt_test::random_ints(1, 3000, 9000)[0]); }
+
+template <class T>
+std::vector<T> poisoned(std::size_t n) {
+  std::vector<T> v(n);
+  std::memset(static_cast<void*>(v.data()), 0xFF, n * sizeof(T));
+  return v;
+}
+
+// Bitwise equality of two ranges, reporting the first difference.
+template <class Got, class Want>
+void require_same(const Got& got, const Want& want) {
+  REQUIRE(got.size() == want.size());
+  using T = std::remove_cv_t<std::remove_pointer_t<decltype(want.data())>>;
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) {
+      if (bad++ == 0) first = i;
+    }
+  INFO(bad << " of " << want.size() << " differ; first at " << first);
+  CHECK(bad == 0);
+}
+
+// Every element of `got` has the bytes of `value`.
+template <class T>
+void require_all(const std::vector<T>& got, const T& value) {
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (std::memcmp(&got[i], &value, sizeof(T)) != 0) {
+      if (bad++ == 0) first = i;
+    }
+  INFO(bad << " of " << got.size() << " differ from the fill value; first at " << first);
+  CHECK(bad == 0);
+}
+
+template <class T>
+std::vector<T> download(const curt::device_buffer<T>& b) {
+  std::vector<T> v = poisoned<T>(b.size());
+  curt::copy(v, b);
+  return v;
+}
+
+// A random value of T whose bytes are not all equal (so no plain memset can write it).
+template <class T>
+T random_mixed_value() {
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (;;) {
+    unsigned char bytes[sizeof(T)];
+    for (auto& b : bytes) b = static_cast<unsigned char>(byte(curt_test::rng()));
+    bool uniform = true;
+    for (std::size_t i = 1; i < sizeof(T); ++i) uniform = uniform && bytes[i] == bytes[0];
+    T value;
+    std::memcpy(static_cast<void*>(&value), bytes, sizeof(T));
+    if (!uniform) return value;
+  }
+}
+
+float random_float() { return curt_test::random_floats(1, -100.0f, 100.0f)[0]; }
+
+}  // namespace
+
+namespace {
+
+// Every direction, with copy(dst, src) or, when on_stream, copy(dst, src, stream).
+void check_every_direction(bool on_stream) {
+  INFO((on_stream ? "copy(dst, src, stream)" : "copy(dst, src)"));
+  curt::device d(0);
+  curt::stream s(d);
+  std::size_t n = random_size();
+  auto copy = [&](auto&& dst, const auto& src) {
+    if (on_stream)
+      curt::copy(dst, src, s);
+    else
+      curt::copy(dst, src);
+  };
+  auto finish = [&] {
+    if (on_stream) s.synchronize();
+  };
+
+  std::vector<float> x = curt_test::random_floats(n);
+  curt::device_buffer<float> a(d, n), b(d, n);
+  curt::memset(a, 0xFF, s);
+  curt::memset(b, 0xFF, s);
+  s.synchronize();
+
+  copy(a, x);  // host (pageable) -> device
+  copy(b, a);  // device -> device
+  std::vector<float> back = poisoned<float>(n);
+  copy(back, b);  // device -> host (pageable)
+  finish();
+  require_same(back, x);
+
+  curt::pinned_buffer<float> pinned(d, n);
+  std::memset(pinned.data(), 0xFF, pinned.size_bytes());
+  copy(pinned, x);  // host -> host (pageable -> pinned)
+  finish();
+  require_same(pinned, x);
+  std::vector<float> from_pinned = poisoned<float>(n);
+  copy(from_pinned, pinned);  // host -> host (pinned -> pageable)
+  finish();
+  require_same(from_pinned, x);
+
+  curt::managed_buffer<float> managed(d, n);
+  std::memset(managed.data(), 0xFF, managed.size_bytes());
+  copy(managed, b);  // device -> managed
+  finish();
+  // cudaMemcpy between device and managed memory (device to device) may return before it is
+  // done, as copy(dst, src) documents: wait for the legacy stream before the host reads.
+  REQUIRE(cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess);
+  require_same(managed, x);
+
+  std::array<int, 257> small{};
+  std::vector<int> small_x = curt_test::random_ints(small.size(), -1000000, 1000000);
+  curt::device_buffer<int> small_device(d, small.size());
+  copy(small_device, small_x);
+  std::memset(small.data(), 0xFF, sizeof small);
+  copy(small, small_device);  // device -> std::array
+  finish();
+  require_same(small, small_x);
+
+  // Parts of ranges through spans: the middle of b into the front of a fresh buffer.
+  std::size_t offset = n / 3, count = n / 2;
+  curt::device_buffer<float> part(d, count);
+  curt::memset(part, 0xFF, s);
+  s.synchronize();
+  copy(curt::span(part), curt::span(std::as_const(b), offset, count));
+  std::vector<float> part_back = poisoned<float>(count);
+  copy(part_back, part);
+  finish();
+  require_same(part_back, std::vector<float>(x.begin() + static_cast<std::ptrdiff_t>(offset),
+                                             x.begin() + static_cast<std::ptrdiff_t>(offset + count)));
+}
+
+}  // namespace
+
+TEST_CASE("copies run in every direction, synchronously and on a stream") {
+  check_every_direction(false);
+  check_every_direction(true);
+}
+
+TEST_CASE("copies of different sizes are refused, naming both sizes") {
+  curt::device d(0);
+  curt::stream s(d);
+  curt::device_buffer<float> ten(d, 10);
+  std::vector<float> twelve(12, 1.0f);
+  curt_test::require_cuda_error([&] { curt::copy(ten, twelve, s); }, cudaErrorInvalidValue,
+                                {"curt::copy(destination of 10 elements, source of 12 elements)",
+                                 "40 bytes", "48 bytes"});
+  curt_test::require_cuda_error([&] { curt::copy(twelve, ten); }, cudaErrorInvalidValue,
+                                {"destination of 12 elements, source of 10 elements"});
+  std::vector<double> three(3), four(4);
+  curt_test::require_cuda_error([&] { curt::copy(three, four); }, cudaErrorInvalidValue,
+                                {"destination of 3 elements", "source of 4 elements"});
+  curt_test::require_cuda_error([&] { (void)curt::span(ten, 8, 4); }, cudaErrorInvalidValue,
+                                {"range of 10 elements, offset 8, count 4", "by 2 elements"});
+  // Nothing was enqueued or left behind.
+  s.synchronize();
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+TEST_CASE("fills write 1-, 2-, 4-, 8- and 12-byte values by each path") {
+  curt::device d(0);
+  curt::stream s(d);
+  std::size_t n = random_size();
+
+  SECTION("1 byte (cudaMemsetAsync)") {
+    curt::device_buffer<std::uint8_t> b(d, n);
+    curt::memset(b, 0xFF, s);
+    auto value = static_cast<std::uint8_t>(curt_test::random_ints(1, 1, 254)[0]);
+    curt::fill(b, value, s);
+    s.synchronize();
+    require_all(download(b), value);
+  }
+  SECTION("2 bytes (cuMemsetD16Async), also on a part of the buffer") {
+    curt::device_buffer<std::uint16_t> b(d, n);
+    curt::memset(b, 0xFF, s);
+    auto value = random_mixed_value<std::uint16_t>();
+    curt::fill(curt::span(b, 1, n - 2), value, s);  // not the first and the last element
+    s.synchronize();
+    std::vector<std::uint16_t> got = download(b);
+    CHECK(got.front() == 0xFFFF);
+    CHECK(got.back() == 0xFFFF);
+    require_all(std::vector<std::uint16_t>(got.begin() + 1, got.end() - 1), value);
+  }
+  SECTION("4 bytes (cuMemsetD32Async) and a 4-byte value of equal bytes (cudaMemsetAsync)") {
+    curt::device_buffer<float> b(d, n);
+    curt::memset(b, 0xFF, s);
+    float value = random_mixed_value<float>();
+    curt::fill(b, value, s);
+    s.synchronize();
+    require_all(download(b), value);
+    curt::device_buffer<std::int32_t> i(d, n);
+    curt::memset(i, 0xFF, s);
+    auto uniform = static_cast<std::int32_t>(0x01010101 * curt_test::random_ints(1, 1, 0x7e)[0]);
+    curt::fill(i, uniform, s);
+    s.synchronize();
+    require_all(download(i), uniform);
+  }
+  SECTION("8 and 12 bytes (curt's kernel, in this nvcc translation unit)") {
+    curt::device_buffer<double> b(d, n);
+    curt::memset(b, 0xFF, s);
+    double value = random_mixed_value<double>();
+    curt::fill(b, value, s);
+    curt::device_buffer<rgb> c(d, n);
+    curt::memset(c, 0xFF, s);
+    rgb color{random_float(), random_float(), random_float()};
+    curt::fill(c, color, s);
+    s.synchronize();
+    require_all(download(b), value);
+    require_all(download(c), color);
+  }
+  SECTION("from a host compiler's translation unit: memsets, and a clear refusal otherwise") {
+    curt::device_buffer<std::uint16_t> b16(d, n);
+    curt::device_buffer<float> b32(d, n);
+    curt::memset(b16, 0xFF, s);
+    curt::memset(b32, 0xFF, s);
+    auto v16 = random_mixed_value<std::uint16_t>();
+    float v32 = random_mixed_value<float>();
+    curt_test::fill_from_host_compiler(b16, v16, s);
+    curt_test::fill_from_host_compiler(b32, v32, s);
+    s.synchronize();
+    require_all(download(b16), v16);
+    require_all(download(b32), v32);
+    curt::device_buffer<double> b64(d, n);
+    curt_test::require_cuda_error(
+        [&] { curt_test::fill_from_host_compiler(b64, random_mixed_value<double>(), s); },
+        cudaErrorInvalidValue, {"curt::fill(8-byte value)", "nvcc"});
+  }
+}
+
+TEST_CASE("memset sets every byte") {
+  curt::device d(0);
+  curt::stream s(d);
+  std::size_t n = random_size();
+  curt::device_buffer<std::uint32_t> b(d, n);
+  auto byte = static_cast<unsigned char>(curt_test::random_ints(1, 1, 254)[0]);
+  curt::memset(b, 0xFF, s);
+  curt::memset(b, byte, s);
+  s.synchronize();
+  std::uint32_t want = 0x01010101u * byte;
+  require_all(download(b), want);
+}
+
+TEST_CASE("pitched 2D buffers round-trip random extents, laid out row by row at the pitch") {
+  curt::device d(0);
+  curt::stream s(d);
+  std::size_t w = static_cast<std::size_t>(curt_test::random_ints(1, 1, 700)[0]);
+  std::size_t h = static_cast<std::size_t>(curt_test::random_ints(1, 1, 60)[0]);
+  INFO("extents " << w << " x " << h);
+  std::vector<float> x = curt_test::random_floats(w * h);
+
+  curt::pitched_buffer<float> p(d, w, h), q(d, w, h);
+  CHECK(p.width() == w);
+  CHECK(p.height() == h);
+  CHECK(p.element_count() == w * h);
+  CHECK(p.pitch() >= w * sizeof(float));
+  curt::memset(p, 0xFF, s);
+  curt::memset(q, 0xFF, s);
+  curt::copy(p, x, s);
+  s.synchronize();
+
+  // The layout, read with the raw API: row y starts y * pitch bytes after data().
+  std::vector<float> raw = poisoned<float>(w * h);
+  REQUIRE(cudaMemcpy2D(raw.data(), w * sizeof(float), p.data(), p.pitch(), w * sizeof(float), h,
+                       cudaMemcpyDeviceToHost) == cudaSuccess);
+  require_same(raw, x);
+
+  curt::copy(q, p, s);  // pitched -> pitched
+  std::vector<float> back = poisoned<float>(w * h);
+  curt::copy(back, q, s);
+  s.synchronize();
+  require_same(back, x);
+
+  // Synchronous, and a dense device range on the other side.
+  curt::device_buffer<float> dense(d, w * h);
+  curt::copy(dense, q);
+  curt::memset(p, 0xFF, s);
+  s.synchronize();
+  curt::copy(p, dense);
+  back = poisoned<float>(w * h);
+  curt::copy(back, p);
+  require_same(back, x);
+
+  std::vector<float> wrong(w * h + 1);
+  std::string extents = std::to_string(w) + " x " + std::to_string(h);
+  curt_test::require_cuda_error([&] { curt::copy(p, wrong, s); }, cudaErrorInvalidValue,
+                                {extents.c_str(), "must hold exactly", "dense source"});
+  curt::pitched_buffer<float> other(d, w + 1, h);
+  curt_test::require_cuda_error([&] { curt::copy(other, p, s); }, cudaErrorInvalidValue,
+                                {"extents differ"});
+
+  curt::pitched_buffer<float> none(d, 0, h);
+  CHECK(none.valid());
+  CHECK(none.data() == nullptr);
+  std::vector<float> nothing;
+  curt::copy(none, nothing, s);
+  curt::pitched_buffer<float> moved = std::move(p);
+  curt_test::require_cuda_error([&] { curt::copy(p, x, s); }, cudaErrorInvalidResourceHandle,
+                                {"moved-from", "pitched_buffer<float>"});
+}
+
+TEST_CASE("pitched 3D buffers round-trip random extents, laid out slice by slice") {
+  curt::device d(0);
+  curt::stream s(d);
+  std::size_t w = static_cast<std::size_t>(curt_test::random_ints(1, 1, 100)[0]);
+  std::size_t h = static_cast<std::size_t>(curt_test::random_ints(1, 1, 20)[0]);
+  std::size_t depth = static_cast<std::size_t>(curt_test::random_ints(1, 1, 10)[0]);
+  INFO("extents " << w << " x " << h << " x " << depth);
+  std::vector<int> x = curt_test::random_ints(w * h * depth, -1000000, 1000000);
+
+  curt::pitched_buffer_3d<int> p(d, w, h, depth), q(d, w, h, depth);
+  CHECK(p.depth() == depth);
+  CHECK(p.pitch() >= w * sizeof(int));
+  curt::memset(p, 0xFF, s);
+  curt::memset(q, 0xFF, s);
+  curt::copy(p, x, s);
+  s.synchronize();
+
+  // The layout with the raw API: slice z starts z * height * pitch bytes after data().
+  std::vector<int> raw = poisoned<int>(w * h * depth);
+  for (std::size_t z = 0; z < depth; ++z)
+    REQUIRE(cudaMemcpy2D(raw.data() + z * w * h, w * sizeof(int),
+                         reinterpret_cast<const char*>(p.data()) + z * h * p.pitch(), p.pitch(),
+                         w * sizeof(int), h, cudaMemcpyDeviceToHost) == cudaSuccess);
+  require_same(raw, x);
+
+  curt::copy(q, p, s);
+  std::vector<int> back = poisoned<int>(w * h * depth);
+  curt::copy(back, q, s);
+  s.synchronize();
+  require_same(back, x);
+  back = poisoned<int>(w * h * depth);
+  curt::copy(back, q);
+  require_same(back, x);
+
+  std::vector<int> wrong(w * h * depth + 1);
+  std::string extents = std::to_string(w) + " x " + std::to_string(h) + " x " + std::to_string(depth);
+  curt_test::require_cuda_error([&] { curt::copy(wrong, p, s); }, cudaErrorInvalidValue,
+                                {extents.c_str(), "dense destination"});
+}
+
+TEST_CASE("pointer attributes tell every kind of memory, its device and its pool") {
+  curt::device d(0);
+  curt::stream s(d);
+  std::size_t n = random_size();
+
+  curt::device_buffer<float> device(d, n);
+  curt::pointer_info info = curt::pointer_attributes(device.data());
+  CHECK(info.kind == curt::memory_kind::device);
+  CHECK(info.device == 0);
+  CHECK(info.device_pointer == device.data());
+  CHECK(info.pool == nullptr);
+
+  curt::pinned_buffer<float> pinned(d, n, curt::pinned_flags::mapped);
+  info = curt::pointer_attributes(pinned.data());
+  CHECK(info.kind == curt::memory_kind::host);
+  CHECK(info.host_pointer == pinned.data());
+  CHECK(info.device_pointer == pinned.device_pointer());
+  CHECK(info.pool == nullptr);
+
+  curt::managed_buffer<float> managed(d, n);
+  info = curt::pointer_attributes(managed.data());
+  CHECK(info.kind == curt::memory_kind::managed);
+  CHECK(info.host_pointer == managed.data());
+  CHECK(info.device_pointer == managed.data());
+  CHECK(info.pool == nullptr);
+
+  curt_test::page_array<float> registered(n);
+  curt::host_registration registration(d, registered);
+  info = curt::pointer_attributes(registered.data() + n / 2);  // inside the range
+  CHECK(info.kind == curt::memory_kind::host);
+  CHECK(info.host_pointer == registered.data() + n / 2);
+
+  std::vector<float> pageable(n);
+  info = curt::pointer_attributes(pageable.data());
+  CHECK(info.kind == curt::memory_kind::unregistered);
+  CHECK(info.device == -2);  // cudaInvalidDeviceId
+  CHECK(info.device_pointer == nullptr);
+  CHECK(info.host_pointer == nullptr);
+  CHECK(info.pool == nullptr);
+
+  // Stream-ordered memory names its pool.
+  cudaMemPool_t default_pool = nullptr;
+  REQUIRE(cudaDeviceGetDefaultMemPool(&default_pool, 0) == cudaSuccess);
+  void* from_pool = nullptr;
+  REQUIRE(cudaMallocAsync(&from_pool, n * sizeof(float), s.get()) == cudaSuccess);
+  s.synchronize();
+  info = curt::pointer_attributes(from_pool);
+  CHECK(info.kind == curt::memory_kind::device);
+  CHECK(info.device == 0);
+  CHECK(info.pool == default_pool);
+  REQUIRE(cudaFreeAsync(from_pool, s.get()) == cudaSuccess);
+  s.synchronize();
+}

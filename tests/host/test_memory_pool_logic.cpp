@@ -1,0 +1,145 @@
+// Memory pools without a GPU: the properties builder, what a ref knows, and every refusal curt
+// makes before calling CUDA (owners that hold nothing, overflowing counts, bad alignments,
+// unexportable host pools, unknown pool kinds, accessibility claims), named in the message.
+// Handles here are made up: none of these paths may reach CUDA.
+#include <curt/memory_resource.hpp>  // first: it enables CCCL's memory resources
+
+#include <catch.hpp>
+#include <expect.hpp>
+
+#include <curt/memory_pool.hpp>
+#include <curt/memory_pool_ipc.hpp>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace {
+
+cudaMemPool_t fake_pool() { return reinterpret_cast<cudaMemPool_t>(std::uintptr_t(0x1000)); }
+curt::stream_ref fake_stream() {
+  return curt::stream_ref(reinterpret_cast<cudaStream_t>(std::uintptr_t(0x2000)));
+}
+curt::device device0() { return curt::device::from_ordinal_unchecked(0); }
+
+}  // namespace
+
+TEST_CASE("memory_pool_properties hold what was set", "[memory_pool]") {
+  auto device = curt::memory_pool_properties::device(device0()).max_size(100 << 20).exportable();
+  CHECK(device.location() == curt::memory_location::device(device0()));
+  CHECK(device.allocation_type() == cudaMemAllocationTypePinned);
+  CHECK(device.max_size() == std::size_t(100) << 20);
+  CHECK(device.is_exportable());
+  CHECK(device.native().handleTypes == cudaMemHandleTypePosixFileDescriptor);
+
+  auto numa = curt::memory_pool_properties::host_numa(1).usage(cudaMemPoolCreateUsageHwDecompress);
+  CHECK(numa.location() == curt::memory_location::host_numa(1));
+  CHECK(numa.usage() == cudaMemPoolCreateUsageHwDecompress);
+  CHECK_FALSE(numa.is_exportable());
+
+  auto managed = curt::memory_pool_properties::managed();
+  CHECK(managed.is_managed());
+  CHECK(managed.location().is_none());
+  CHECK(curt::memory_pool_properties::managed(device0()).location().is_device());
+  CHECK(curt::memory_pool_properties::pinned_host().location() == curt::memory_location::host());
+}
+
+TEST_CASE("a pool ref knows the kind it was told", "[memory_pool]") {
+  curt::memory_pool_ref bare(fake_pool());
+  CHECK_FALSE(bare.kind_known());
+  CHECK_FALSE(bare.is_device_pool());
+
+  curt::memory_pool_ref host(fake_pool(), curt::memory_pool_properties::pinned_host().max_size(1 << 25));
+  CHECK(host.is_host_pool());
+  CHECK(host.max_size() == std::size_t(1) << 25);
+  CHECK_THAT(host.describe(), ContainsSubstring("pinned host memory"));
+  curt::memory_pool_ref managed(fake_pool(), curt::memory_location::none(),
+                                cudaMemAllocationTypeManaged);
+  CHECK(managed.is_managed_pool());
+  CHECK_THAT(managed.describe(), ContainsSubstring("no preferred location"));
+  CHECK(bare == host);
+}
+
+TEST_CASE("refusals before CUDA name the numbers", "[memory_pool]") {
+  curt::memory_pool_ref pool(fake_pool(), curt::memory_pool_properties::device(device0()));
+  curt_test::require_cuda_error([&] { (void)pool.allocate<double>(~std::size_t(0) / 4, fake_stream()); },
+                                cudaErrorInvalidValue, {"allocate<T>", "overflow"});
+  curt_test::require_cuda_error([&] { (void)pool.allocate_sync(64, 3); }, cudaErrorInvalidValue,
+                                {"allocate_sync()", "alignment 3"});
+  curt_test::require_cuda_error([&] { (void)pool.allocate_async(64, 512, fake_stream()); },
+                                cudaErrorInvalidValue, {"allocate_async()", "alignment 512"});
+  curt_test::require_cuda_error(
+      [&] { curt::memory_pool p(curt::memory_pool_properties::pinned_host().exportable()); },
+      cudaErrorInvalidValue, {"cannot be exported", "host_numa"});
+  curt_test::require_cuda_error([&] { curt::set_current_memory_pool(curt::memory_pool_ref(fake_pool())); },
+                                cudaErrorInvalidValue, {"does not know the pool's location"});
+}
+
+TEST_CASE("pool owners and buffers that hold nothing say which", "[memory_pool]") {
+  curt::memory_pool empty(curt::no_handle);
+  CHECK_FALSE(empty.valid());
+  curt_test::require_cuda_error([&] { (void)empty.used_memory(); }, cudaErrorInvalidResourceHandle,
+                                {"curt::memory_pool", "empty"});
+  curt_test::require_cuda_error([&] { (void)empty.allocate<int>(4, fake_stream()); },
+                                cudaErrorInvalidResourceHandle, {"empty"});
+  curt::memory_pool moved = std::move(empty);
+  curt_test::require_cuda_error([&] { (void)empty.get(); }, cudaErrorInvalidResourceHandle,
+                                {"moved-from"});
+
+  curt::async_buffer<float> none(curt::no_handle);
+  CHECK_FALSE(none.valid());
+  CHECK(none.size() == 0);
+  curt_test::require_cuda_error([&] { (void)none.data(); }, cudaErrorInvalidResourceHandle,
+                                {"curt::async_buffer::data()", "empty"});
+  curt::async_buffer<float> zero = curt::async_buffer<float>::adopt(nullptr, 0, fake_stream());
+  CHECK(zero.valid());
+  CHECK(zero.data() == nullptr);
+  curt::async_buffer<float> taken = std::move(zero);
+  curt_test::require_cuda_error([&] { (void)zero.stream(); }, cudaErrorInvalidResourceHandle,
+                                {"moved-from"});
+  CHECK(taken.release() == nullptr);
+  curt_test::require_cuda_error([&] { taken.free(); }, cudaErrorInvalidResourceHandle,
+                                {"released"});
+  curt_test::require_cuda_error(
+      [&] { (void)curt::async_buffer<int>::adopt(nullptr, 3, fake_stream()); },
+      cudaErrorInvalidValue, {"adopt(null, 3", "count of 0"});
+
+  curt::imported_buffer<int> imported(curt::no_handle);
+  curt_test::require_cuda_error([&] { (void)imported.data(); }, cudaErrorInvalidResourceHandle,
+                                {"imported_buffer", "empty"});
+}
+
+TEST_CASE("posix_fd owns a descriptor and fails loudly without one", "[memory_pool][ipc]") {
+  curt_test::require_cuda_error([&] { (void)curt::posix_fd::adopt(-1); }, cudaErrorInvalidValue,
+                                {"posix_fd::adopt(-1)"});
+  int ends[2] = {-1, -1};
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
+  {
+    curt::posix_fd a = curt::posix_fd::adopt(ends[0]);
+    curt::posix_fd b = std::move(a);
+    CHECK(b.get() == ends[0]);
+    curt_test::require_cuda_error([&] { (void)a.get(); }, cudaErrorInvalidResourceHandle,
+                                  {"moved-from"});
+  }  // closed
+  char byte = 0;
+  CHECK(recv(ends[1], &byte, 1, 0) == 0);  // end of stream: the owner closed the other end
+  CHECK(close(ends[1]) == 0);
+}
+
+TEST_CASE("accessibility claims are checked against the pool's kind", "[memory_resource]") {
+  curt::memory_pool_ref device_pool(fake_pool(), curt::memory_pool_properties::device(device0()));
+  curt::pool_resource<cuda::mr::device_accessible> ok(device_pool);  // no CUDA call needed
+  CHECK(ok == device_pool);
+  curt_test::require_cuda_error(
+      [&] { curt::pool_resource<cuda::mr::host_accessible> r(device_pool); },
+      cudaErrorInvalidValue, {"pool_resource<host_accessible>", "is not host_accessible"});
+  curt::memory_pool_ref host_pool(fake_pool(), curt::memory_pool_properties::pinned_host());
+  curt::pool_resource<cuda::mr::host_accessible> host_ok(host_pool);
+  CHECK(host_ok.is_host_pool());
+  curt_test::require_cuda_error(
+      [&] { curt::pool_resource<cuda::mr::device_accessible> r{curt::memory_pool_ref(fake_pool())}; },
+      cudaErrorInvalidValue, {"does not know the pool's kind"});
+}
