@@ -315,6 +315,17 @@ inline std::size_t batch_checked_bytes(const char* call, std::size_t number, std
   return count * size;
 }
 
+// What a node that failed to be added leaves behind: a call CUDA cannot capture invalidates the
+// capture (cudaStreamEndCapture then gives no graph); other failures leave the nodes added before.
+CURT_COLD inline std::string batch_capture_note(cudaStream_t stream, std::size_t nodes_before) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
+      status == cudaStreamCaptureStatusInvalidated)
+    return "the capture is invalidated: end it (cudaStreamEndCapture) and discard it";
+  if (nodes_before == 0) return std::string();
+  return "the nodes of the " + std::to_string(nodes_before) + " copies before it are in the graph";
+}
+
 }  // namespace detail
 
 /// A batch of 1D copies between any memory (device, pinned, pageable, managed), submitted with
@@ -519,9 +530,7 @@ class copy_batch {
         detail::throw_error(make_error_code(status),
                             "cudaMemcpyAsync(capturing stream) for " + describe_copy(i),
                             detail::location(__FILE__, __LINE__),
-                            i == 0 ? std::string()
-                                   : "the nodes of the " + std::to_string(i) +
-                                         " copies before it are in the graph");
+                            detail::batch_capture_note(handle, i));
     }
   }
 
@@ -747,9 +756,7 @@ class copy_3d_batch {
         detail::throw_error(make_error_code(status),
                             "cudaMemcpy3DAsync(capturing stream) for " + describe_copy(i),
                             detail::location(__FILE__, __LINE__),
-                            i == 0 ? std::string()
-                                   : "the nodes of the " + std::to_string(i) +
-                                         " copies before it are in the graph");
+                            detail::batch_capture_note(handle, i));
     }
   }
   // The pitched pointer cudaMemcpy3DAsync wants for a batch operand (0 meant packed).

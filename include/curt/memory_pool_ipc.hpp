@@ -152,9 +152,12 @@ inline cudaMemPoolPtrExportData export_pointer(const void* allocation) {
   detail::check_call(status, "cudaMemPoolExportPointer", {"pointer"}, __FILE__, __LINE__);
   return data;
 }
+/// In the buffer's stream's context: a thread with no current context wakes no other device.
 template <class T>
 cudaMemPoolPtrExportData export_pointer(const async_buffer<T>& buffer) {
-  return export_pointer(static_cast<const void*>(buffer.data()));
+  const void* allocation = buffer.data();
+  detail::stream_context_scope in_context(buffer.stream().get());
+  return export_pointer(allocation);
 }
 
 /// An allocation imported from another process's pool: `size()` elements of T, freed (cudaFree)

@@ -109,6 +109,7 @@ class pitched_owner {
     T* p = usable("release()");
     pointer_ = state_handle<T*>(handle_state::released);
     width_ = height_ = pitch_ = 0;
+    depth_ = Dimensions == 2 ? 1 : 0;  // as a moved-from owner: no extent is left behind
     return p;
   }
 
@@ -357,55 +358,58 @@ void copy_between_pitched(pitched_owner<T, D>& dst, const pitched_owner<T, D>& s
 
 // Copies with a pitched buffer on one side or both: the dense side is width x height (x depth)
 // elements in row-major order. Synchronous (cudaMemcpy3D) or on a stream (cudaMemcpy3DAsync).
+// Every overload carries PerThreadDefault: detail::copy_3d<P> calls cudaMemcpy3D, which names
+// cudaMemcpy3D_ptds in a --default-stream per-thread translation unit, so one instantiation
+// must never be made by translation units of both kinds.
 
 template <class T, class Range, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
 void copy(pitched_buffer<T>& dst, const Range& src) {
   detail::copy_to_pitched<PerThreadDefault>(dst, src, nullptr, false);
 }
-template <class T, class Range>
+template <class T, class Range, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
 void copy(pitched_buffer<T>& dst, const Range& src, stream_ref stream) {
-  detail::copy_to_pitched<false>(dst, src, stream.get(), true);
+  detail::copy_to_pitched<PerThreadDefault>(dst, src, stream.get(), true);
 }
 template <class Range, class T, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
 void copy(Range&& dst, const pitched_buffer<T>& src) {
   detail::copy_from_pitched<PerThreadDefault>(std::forward<Range>(dst), src, nullptr, false);
 }
-template <class Range, class T>
+template <class Range, class T, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
 void copy(Range&& dst, const pitched_buffer<T>& src, stream_ref stream) {
-  detail::copy_from_pitched<false>(std::forward<Range>(dst), src, stream.get(), true);
+  detail::copy_from_pitched<PerThreadDefault>(std::forward<Range>(dst), src, stream.get(), true);
 }
 template <class T, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
 void copy(pitched_buffer<T>& dst, const pitched_buffer<T>& src) {
   detail::copy_between_pitched<PerThreadDefault>(dst, src, nullptr, false);
 }
-template <class T>
+template <class T, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
 void copy(pitched_buffer<T>& dst, const pitched_buffer<T>& src, stream_ref stream) {
-  detail::copy_between_pitched<false>(dst, src, stream.get(), true);
+  detail::copy_between_pitched<PerThreadDefault>(dst, src, stream.get(), true);
 }
 
 template <class T, class Range, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
 void copy(pitched_buffer_3d<T>& dst, const Range& src) {
   detail::copy_to_pitched<PerThreadDefault>(dst, src, nullptr, false);
 }
-template <class T, class Range>
+template <class T, class Range, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
 void copy(pitched_buffer_3d<T>& dst, const Range& src, stream_ref stream) {
-  detail::copy_to_pitched<false>(dst, src, stream.get(), true);
+  detail::copy_to_pitched<PerThreadDefault>(dst, src, stream.get(), true);
 }
 template <class Range, class T, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
 void copy(Range&& dst, const pitched_buffer_3d<T>& src) {
   detail::copy_from_pitched<PerThreadDefault>(std::forward<Range>(dst), src, nullptr, false);
 }
-template <class Range, class T>
+template <class Range, class T, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
 void copy(Range&& dst, const pitched_buffer_3d<T>& src, stream_ref stream) {
-  detail::copy_from_pitched<false>(std::forward<Range>(dst), src, stream.get(), true);
+  detail::copy_from_pitched<PerThreadDefault>(std::forward<Range>(dst), src, stream.get(), true);
 }
 template <class T, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
 void copy(pitched_buffer_3d<T>& dst, const pitched_buffer_3d<T>& src) {
   detail::copy_between_pitched<PerThreadDefault>(dst, src, nullptr, false);
 }
-template <class T>
+template <class T, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
 void copy(pitched_buffer_3d<T>& dst, const pitched_buffer_3d<T>& src, stream_ref stream) {
-  detail::copy_between_pitched<false>(dst, src, stream.get(), true);
+  detail::copy_between_pitched<PerThreadDefault>(dst, src, stream.get(), true);
 }
 
 /// Sets every byte of the buffer's rows (not the padding) to `byte` on `stream`

@@ -94,21 +94,33 @@ class pinned_bytes {
   std::size_t n_;
 };
 
-// Managed memory.
+// Managed memory on pages of its own: CUDA does not promise that two small cudaMallocManaged
+// allocations never share a page, and a page prefetched for one range would then move (and
+// report the last prefetch location of) another. The range starts 2 MiB-aligned inside an
+// allocation that covers whole 2 MiB pages around it.
 class managed_bytes {
  public:
-  explicit managed_bytes(std::size_t n) : n_(n) { CURT_CHECK(cudaMallocManaged(&data_, n)); }
+  explicit managed_bytes(std::size_t n) : n_(n) {
+    constexpr std::size_t page = std::size_t(2) << 20;
+    CURT_CHECK(cudaMallocManaged(&allocation_, (n + page - 1) / page * page + page));
+    auto address = reinterpret_cast<std::uintptr_t>(allocation_);
+    data_ = reinterpret_cast<void*>((address + page - 1) / page * page);
+  }
   ~managed_bytes() {
-    curt::detail::check_noexcept(cudaFree(data_), "cudaFree(managed test)", __FILE__, __LINE__);
+    if (allocation_ == nullptr) return;  // moved from
+    curt::detail::check_noexcept(cudaFree(allocation_), "cudaFree(managed test)", __FILE__, __LINE__);
   }
   managed_bytes(managed_bytes&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), n_(other.n_) {}
+      : allocation_(std::exchange(other.allocation_, nullptr)),
+        data_(std::exchange(other.data_, nullptr)),
+        n_(other.n_) {}
   managed_bytes(const managed_bytes&) = delete;
   managed_bytes& operator=(const managed_bytes&) = delete;
   unsigned char* get() const noexcept { return static_cast<unsigned char*>(data_); }
   std::size_t size() const noexcept { return n_; }
 
  private:
+  void* allocation_ = nullptr;
   void* data_ = nullptr;
   std::size_t n_;
 };

@@ -186,6 +186,14 @@ TEST_CASE("zero-size buffers allocate nothing, and owners without memory say whi
   curt::pitched_buffer_3d<float> thin(d, 4, 4, 0);
   CHECK(thin.depth() == 0);
   CHECK(thin.element_count() == 0);
+  // A released owner keeps no extent, as a moved-from one (no allocation: width 0).
+  curt::pitched_buffer_3d<float> slices(d, 0, 4, 3);
+  CHECK(slices.depth() == 3);
+  CHECK(slices.release() == nullptr);
+  CHECK(slices.depth() == 0);
+  CHECK(slices.height() == 0);
+  curt_test::require_cuda_error([&] { (void)slices.native(); }, cudaErrorInvalidResourceHandle,
+                                {"pitched_buffer_3d<float>", "released"});
 }
 
 TEST_CASE("copies between host ranges of different sizes are refused before CUDA") {
