@@ -821,7 +821,10 @@ inline void set_current_memory_pool(memory_pool_ref pool) {
 /// in the stream's context) when destroyed, so the free is ordered after the work submitted to
 /// that stream before it. Move-only. An empty (curt::no_handle), moved-from, released or freed
 /// buffer holds nothing: data(), views, stream() and free() throw a cuda_error saying which;
-/// size() is 0. The memory is not initialized.
+/// size() is 0. The memory is not initialized. A buffer allocated on a default stream keeps that
+/// stream's pseudo-handle: destroyed on another thread (per-thread default) or with another
+/// device current (legacy default), it frees on that thread's or device's default stream, so
+/// free it explicitly (free(stream)) where that is not what you mean.
 template <class T>
 class async_buffer {
   static_assert(std::is_trivially_copyable_v<T> && !std::is_const_v<T> && !std::is_volatile_v<T>,
