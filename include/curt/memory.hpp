@@ -124,6 +124,7 @@ CURT_COLD std::string owner_name(const char* kind) {
   auto s = static_cast<handle_state>(reinterpret_cast<std::uintptr_t>(state));
   const char* what = s == handle_state::moved_from ? "moved-from"
                      : s == handle_state::released ? "released"
+                     : s == handle_state::freed    ? "freed"
                                                    : "empty";
   raise(cudaErrorInvalidResourceHandle, "curt::" + owner + "::" + operation,
         "this " + owner + " is " + what + ": it holds no memory; assign a new one first",
@@ -159,8 +160,9 @@ using owner_view_of = std::enable_if_t<
     int>;
 
 /// What every memory owner shares: the pointer (or the state of an owner that holds none), the
-/// element count and the device. Kind supplies name (for messages), host_iterable (begin/end and
-/// operator[]) and free(pointer, device) noexcept.
+/// element count and where the memory is freed (Kind::place: a device ordinal, a stream, a
+/// location). Kind supplies name (for messages), host_iterable (begin/end and operator[]), place
+/// and free(pointer, place) noexcept.
 template <class T, class Kind>
 class memory_owner {
   static_assert(std::is_trivially_copyable_v<T> && !std::is_const_v<T> && !std::is_volatile_v<T>,
@@ -173,6 +175,7 @@ class memory_owner {
   using size_type = std::size_t;
   using pointer = T*;
   using const_pointer = const T*;
+  using place_type = typename Kind::place;
 
   memory_owner(const memory_owner&) = delete;
   memory_owner& operator=(const memory_owner&) = delete;
@@ -190,9 +193,10 @@ class memory_owner {
   /// moved-from or released.
   bool valid() const noexcept { return !is_state_handle(pointer_); }
   /// The device the memory was allocated on (in whose context it is freed).
+  template <class P = place_type, std::enable_if_t<std::is_same_v<P, int>, int> = 0>
   curt::device device() const {
     (void)usable("device()");
-    return curt::device::from_ordinal_unchecked(device_);
+    return curt::device::from_ordinal_unchecked(place_);
   }
 
   /// Gives up ownership; the caller frees the returned pointer (cudaFree, cudaFreeHost as the
@@ -219,20 +223,20 @@ class memory_owner {
   operator S() && = delete;
 
  protected:
-  memory_owner(T* memory, std::size_t count, int ordinal) noexcept
-      : pointer_(memory), count_(count), device_(ordinal) {}
+  memory_owner(T* memory, std::size_t count, place_type place) noexcept
+      : pointer_(memory), count_(count), place_(place) {}
   explicit memory_owner(handle_state state) noexcept
-      : pointer_(state_handle<T*>(state)), count_(0), device_(-1) {}
+      : pointer_(state_handle<T*>(state)), count_(0), place_() {}
   memory_owner(memory_owner&& other) noexcept
       : pointer_(std::exchange(other.pointer_, state_handle<T*>(handle_state::moved_from))),
         count_(std::exchange(other.count_, 0)),
-        device_(other.device_) {}
+        place_(other.place_) {}
   memory_owner& operator=(memory_owner&& other) noexcept {
     if (this != &other) {
       free();
       pointer_ = std::exchange(other.pointer_, state_handle<T*>(handle_state::moved_from));
       count_ = std::exchange(other.count_, 0);
-      device_ = other.device_;
+      place_ = other.place_;
     }
     return *this;
   }
@@ -241,7 +245,15 @@ class memory_owner {
   // Set once the memory is allocated (the owner is made first, holding 0 elements' null, so a
   // failed allocation frees nothing).
   void own(T* memory) noexcept { pointer_ = memory; }
-  int device_ordinal() const noexcept { return device_; }
+  const place_type& place() const noexcept { return place_; }
+  /// For an explicit free: the pointer (throws when the owner holds none); the owner is then
+  /// "freed" and frees nothing more.
+  T* take_for_free(const char* operation) {
+    T* p = usable(operation);
+    pointer_ = state_handle<T*>(handle_state::freed);
+    count_ = 0;
+    return p;
+  }
 
   T* usable(const char* operation) const {
     if (CURT_UNLIKELY(is_state_handle(pointer_)))
@@ -251,14 +263,14 @@ class memory_owner {
 
  private:
   void free() noexcept {
-    if (!is_state_handle(pointer_) && pointer_ != nullptr) Kind::free(pointer_, device_);
+    if (!is_state_handle(pointer_) && pointer_ != nullptr) Kind::free(pointer_, place_);
     pointer_ = state_handle<T*>(handle_state::empty);
     count_ = 0;
   }
 
   T* pointer_;
   std::size_t count_;
-  int device_;
+  place_type place_;
 };
 
 /// Host access to the elements of a host-addressable owner (pinned, managed).
@@ -294,6 +306,7 @@ void free_on_device(int ordinal, Free free_call, const char* call) noexcept {
 }
 
 struct device_memory_kind {
+  using place = int;  // the device ordinal
   static constexpr const char* name = "device_buffer";
   static constexpr bool host_iterable = false;
   static void free(void* p, int ordinal) noexcept {
@@ -301,6 +314,7 @@ struct device_memory_kind {
   }
 };
 struct pinned_memory_kind {
+  using place = int;  // the device ordinal
   static constexpr const char* name = "pinned_buffer";
   static constexpr bool host_iterable = true;
   static void free(void* p, int ordinal) noexcept {
@@ -308,6 +322,7 @@ struct pinned_memory_kind {
   }
 };
 struct managed_memory_kind {
+  using place = int;  // the device ordinal
   static constexpr const char* name = "managed_buffer";
   static constexpr bool host_iterable = true;
   static void free(void* p, int ordinal) noexcept {
@@ -407,9 +422,9 @@ class pinned_buffer : public detail::host_memory_owner<T, detail::pinned_memory_
                     __FILE__, __LINE__);
     if (host == nullptr) return nullptr;  // 0 elements
     void* p = nullptr;
-    device_guard guard(curt::device::from_ordinal_unchecked(this->device_ordinal()));
+    device_guard guard(curt::device::from_ordinal_unchecked(this->place()));
     detail::check_call(cudaHostGetDevicePointer(&p, host, 0), "cudaHostGetDevicePointer",
-                       {"pinned_buffer", {"device", this->device_ordinal()}}, __FILE__, __LINE__);
+                       {"pinned_buffer", {"device", this->place()}}, __FILE__, __LINE__);
     return static_cast<T*>(p);
   }
 

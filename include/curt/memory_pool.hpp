@@ -34,6 +34,7 @@
 #include <curt/detail/span_like.hpp>
 #include <curt/device.hpp>
 #include <curt/error.hpp>
+#include <curt/memory.hpp>
 #include <curt/memory_location.hpp>
 #include <curt/stream.hpp>
 
@@ -817,6 +818,17 @@ inline void set_current_memory_pool(memory_pool_ref pool) {
 
 // ---- async_buffer ----------------------------------------------------------------------------
 
+namespace detail {
+struct async_memory_kind {
+  static constexpr const char* name = "async_buffer";
+  static constexpr bool host_iterable = false;
+  using place = cudaStream_t;  // the stream it frees on
+  static void free(void* p, cudaStream_t stream) noexcept {
+    free_async_noexcept(p, stream, "cudaFreeAsync(async_buffer, stream)");
+  }
+};
+}  // namespace detail
+
 /// One stream-ordered allocation of `size()` elements of T, freed on its stream (cudaFreeAsync,
 /// in the stream's context) when destroyed, so the free is ordered after the work submitted to
 /// that stream before it. Move-only. An empty (curt::no_handle), moved-from, released or freed
@@ -826,19 +838,12 @@ inline void set_current_memory_pool(memory_pool_ref pool) {
 /// device current (legacy default), it frees on that thread's or device's default stream, so
 /// free it explicitly (free(stream)) where that is not what you mean.
 template <class T>
-class async_buffer {
-  static_assert(std::is_trivially_copyable_v<T> && !std::is_const_v<T> && !std::is_volatile_v<T>,
-                "curt::async_buffer holds trivially copyable, non-const element types: CUDA "
-                "copies them as bytes and constructs nothing");
+class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
+  using base = detail::memory_owner<T, detail::async_memory_kind>;
 
  public:
-  using element_type = T;
-  using value_type = T;
-  using size_type = std::size_t;
-  using pointer = T*;
-
   /// An empty owner: every use throws until a buffer is assigned.
-  explicit async_buffer(no_handle_t) noexcept {}
+  explicit async_buffer(no_handle_t) noexcept : base(detail::handle_state::empty) {}
 
   /// Takes ownership of `count` elements the caller allocated with cudaMallocAsync or
   /// cudaMallocFromPoolAsync; freed on `stream`. A null pointer only with a count of 0.
@@ -851,123 +856,40 @@ class async_buffer {
     return async_buffer(data, count, stream.get());
   }
 
-  async_buffer(async_buffer&& other) noexcept
-      : data_(other.data_), size_(other.size_), stream_(other.stream_), state_(other.state_) {
-    other.leave(state::moved_from);
-  }
-  async_buffer& operator=(async_buffer&& other) noexcept {
-    if (this != &other) {
-      destroy();
-      data_ = other.data_;
-      size_ = other.size_;
-      stream_ = other.stream_;
-      state_ = other.state_;
-      other.leave(state::moved_from);
-    }
-    return *this;
-  }
-  async_buffer(const async_buffer&) = delete;
-  async_buffer& operator=(const async_buffer&) = delete;
-  ~async_buffer() { destroy(); }
+  async_buffer(async_buffer&&) noexcept = default;
+  async_buffer& operator=(async_buffer&&) noexcept = default;
 
-  /// The elements (null for 0 elements); throws when the buffer holds none.
-  T* data() { return usable("data()"); }
-  const T* data() const { return usable("data()"); }
-  T* get() { return usable("get()"); }
-  const T* get() const { return usable("get()"); }
-  std::size_t size() const noexcept { return size_; }
-  std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
-  bool empty() const noexcept { return size_ == 0; }
-  /// True while the buffer holds its allocation (also one of 0 elements).
-  bool valid() const noexcept { return state_ == state::owning; }
   /// The stream the buffer frees on.
   stream_ref stream() const {
-    (void)usable("stream()");
-    return stream_;
+    (void)this->usable("stream()");
+    return this->place();
   }
-
-  /// A view of the elements (cuda::std::span<T>, std::span<T>, ...): see detail/span_like.hpp.
-  /// A const buffer gives views of const elements; a temporary gives none (it would dangle).
-  template <class S, detail::span_like_of<S, T> = 0>
-  operator S() & {  // NOLINT: implicit by design
-    return S(data(), size_);
-  }
-  template <class S, detail::span_like_of<S, const T> = 0>
-  operator S() const& {  // NOLINT: implicit by design
-    return S(data(), size_);
-  }
-  template <class S, detail::span_like_of<S, const T> = 0>
-  operator S() && = delete;
 
   /// Frees now, on the buffer's stream (after the work submitted to it so far).
   void free() {
-    T* p = usable("free()");
-    cudaStream_t s = stream_;
-    leave(state::freed);
-    free_on(p, s);
+    cudaStream_t s = this->place();
+    free_on(this->take_for_free("free()"), s);
   }
   /// Frees now on `other`, which the caller has ordered after every use of the memory (an
   /// event, or `other` waiting on the buffer's stream).
   void free(stream_ref other) {
     cudaStream_t s = other.get();
-    T* p = usable("free(stream)");
-    leave(state::freed);
-    free_on(p, s);
-  }
-  /// Gives up ownership; the caller frees the returned pointer (cudaFreeAsync or cudaFree). The
-  /// buffer is then "released".
-  T* release() {
-    T* p = usable("release()");
-    leave(state::released);
-    return p;
+    free_on(this->take_for_free("free(stream)"), s);
   }
 
  private:
-  template <class>
-  friend class async_buffer;
   friend class memory_pool_ref;
   template <class U>
   friend async_buffer<U> allocate_async(std::size_t count, stream_ref stream);
 
-  enum class state : unsigned char { owning, empty, moved_from, released, freed };
-
   async_buffer(T* data, std::size_t count, cudaStream_t stream) noexcept
-      : data_(data), size_(count), stream_(stream), state_(state::owning) {}
+      : base(data, count, stream) {}
 
-  T* usable(const char* operation) const {
-    if (CURT_UNLIKELY(state_ != state::owning)) throw_unusable(operation);
-    return data_;
-  }
-  [[noreturn]] CURT_COLD void throw_unusable(const char* operation) const {
-    const char* what = state_ == state::moved_from ? "moved-from"
-                       : state_ == state::released ? "released"
-                       : state_ == state::freed    ? "freed"
-                                                   : "empty";
-    detail::raise(cudaErrorInvalidResourceHandle, std::string("curt::async_buffer::") + operation,
-                  std::string("this async_buffer is ") + what +
-                      ": it holds no memory; assign a new one first",
-                  __FILE__, __LINE__);
-  }
-  void leave(state s) noexcept {
-    data_ = nullptr;
-    size_ = 0;
-    state_ = s;
-  }
   static void free_on(T* p, cudaStream_t s) {
     if (p == nullptr) return;
     detail::stream_context_scope in_context(s);
     detail::check(cudaFreeAsync(p, s), "cudaFreeAsync(async_buffer, stream)", __FILE__, __LINE__);
   }
-  void destroy() noexcept {
-    if (state_ == state::owning && data_ != nullptr)
-      detail::free_async_noexcept(data_, stream_, "cudaFreeAsync(async_buffer, stream)");
-    leave(state::empty);
-  }
-
-  T* data_ = nullptr;
-  std::size_t size_ = 0;
-  cudaStream_t stream_ = nullptr;
-  state state_ = state::empty;
 };
 
 template <class T>

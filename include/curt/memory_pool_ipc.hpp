@@ -21,6 +21,7 @@
 
 #include <curt/detail/config.hpp>
 #include <curt/error.hpp>
+#include <curt/memory.hpp>
 #include <curt/memory_location.hpp>
 #include <curt/memory_pool.hpp>
 
@@ -160,115 +161,51 @@ cudaMemPoolPtrExportData export_pointer(const async_buffer<T>& buffer) {
   return export_pointer(allocation);
 }
 
+namespace detail {
+struct imported_memory_kind {
+  static constexpr const char* name = "imported_buffer";
+  static constexpr bool host_iterable = false;
+  using place = memory_location;  // the imported pool's, for the context of the free
+  static void free(void* p, memory_location where) noexcept {
+    try {
+      pool_context_scope in(where);
+      check_noexcept(cudaFree(p), "cudaFree(imported_buffer)", __FILE__, __LINE__);
+    } catch (const std::exception& error) {  // no context could be made current
+      handle_error(error);
+    }
+  }
+};
+}  // namespace detail
+
 /// An allocation imported from another process's pool: `size()` elements of T, freed (cudaFree)
 /// when destroyed or by free(). Free it before the exporting process frees the allocation; the
 /// free does not wait for work that still uses it: synchronize that work first. Move-only; an
 /// empty, moved-from, released or freed one holds nothing and data() throws saying which.
 template <class T>
-class imported_buffer {
-  static_assert(std::is_trivially_copyable_v<T> && !std::is_const_v<T> && !std::is_volatile_v<T>,
-                "curt::imported_buffer holds trivially copyable, non-const element types");
+class imported_buffer : public detail::memory_owner<T, detail::imported_memory_kind> {
+  using base = detail::memory_owner<T, detail::imported_memory_kind>;
 
  public:
-  using element_type = T;
-  using value_type = T;
-  using size_type = std::size_t;
-
-  explicit imported_buffer(no_handle_t) noexcept {}
-  imported_buffer(imported_buffer&& other) noexcept
-      : data_(other.data_), size_(other.size_), where_(other.where_), state_(other.state_) {
-    other.leave(state::moved_from);
-  }
-  imported_buffer& operator=(imported_buffer&& other) noexcept {
-    if (this != &other) {
-      destroy();
-      data_ = other.data_;
-      size_ = other.size_;
-      where_ = other.where_;
-      state_ = other.state_;
-      other.leave(state::moved_from);
-    }
-    return *this;
-  }
-  imported_buffer(const imported_buffer&) = delete;
-  imported_buffer& operator=(const imported_buffer&) = delete;
-  ~imported_buffer() { destroy(); }
-
-  T* data() { return usable("data()"); }
-  const T* data() const { return usable("data()"); }
-  std::size_t size() const noexcept { return size_; }
-  std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
-  bool empty() const noexcept { return size_ == 0; }
-  bool valid() const noexcept { return state_ == state::owning; }
-
-  template <class S, detail::span_like_of<S, T> = 0>
-  operator S() & {  // NOLINT: implicit by design
-    return S(data(), size_);
-  }
-  template <class S, detail::span_like_of<S, const T> = 0>
-  operator S() const& {  // NOLINT: implicit by design
-    return S(data(), size_);
-  }
-  template <class S, detail::span_like_of<S, const T> = 0>
-  operator S() && = delete;
+  explicit imported_buffer(no_handle_t) noexcept : base(detail::handle_state::empty) {}
+  imported_buffer(imported_buffer&&) noexcept = default;
+  imported_buffer& operator=(imported_buffer&&) noexcept = default;
 
   /// Frees now (cudaFree; no wait for work that still uses it).
   void free() {
-    T* p = usable("free()");
-    leave(state::freed);
-    detail::pool_context_scope in(where_);
+    memory_location where = this->place();
+    T* p = this->take_for_free("free()");
+    if (p == nullptr) return;
+    detail::pool_context_scope in(where);
     detail::check(cudaFree(p), "cudaFree(imported_buffer)", __FILE__, __LINE__);
-  }
-  /// Gives up ownership; the caller frees the returned pointer (cudaFree or cudaFreeAsync).
-  T* release() {
-    T* p = usable("release()");
-    leave(state::released);
-    return p;
   }
 
  private:
   template <class U>
   friend imported_buffer<U> import_pointer(memory_pool_ref, const cudaMemPoolPtrExportData&,
                                            std::size_t);
-  enum class state : unsigned char { owning, empty, moved_from, released, freed };
 
   imported_buffer(T* data, std::size_t count, memory_location where) noexcept
-      : data_(data), size_(count), where_(where), state_(state::owning) {}
-
-  T* usable(const char* operation) const {
-    if (CURT_UNLIKELY(state_ != state::owning)) throw_unusable(operation);
-    return data_;
-  }
-  [[noreturn]] CURT_COLD void throw_unusable(const char* operation) const {
-    const char* what = state_ == state::moved_from ? "moved-from"
-                       : state_ == state::released ? "released"
-                       : state_ == state::freed    ? "freed"
-                                                   : "empty";
-    detail::raise(cudaErrorInvalidResourceHandle, std::string("curt::imported_buffer::") + operation,
-                  std::string("this imported_buffer is ") + what + ": it holds no memory",
-                  __FILE__, __LINE__);
-  }
-  void leave(state s) noexcept {
-    data_ = nullptr;
-    size_ = 0;
-    state_ = s;
-  }
-  void destroy() noexcept {
-    if (state_ == state::owning && data_ != nullptr) {
-      try {
-        detail::pool_context_scope in(where_);
-        detail::check_noexcept(cudaFree(data_), "cudaFree(imported_buffer)", __FILE__, __LINE__);
-      } catch (const std::exception& error) {  // no context could be made current
-        detail::handle_error(error);
-      }
-    }
-    leave(state::empty);
-  }
-
-  T* data_ = nullptr;
-  std::size_t size_ = 0;
-  memory_location where_;
-  state state_ = state::empty;
+      : base(data, count, where) {}
 };
 
 /// Imports `count` elements of T that another process exported (export_pointer) from the pool

@@ -425,9 +425,9 @@ TEST_CASE("async_buffer frees on its stream, in stream order, or on another stre
     CHECK(pool.used_memory() == 0);
     CHECK(copy.download() == std::vector<int>(std::size_t(n), value));
     curt_test::require_cuda_error([&] { (void)b.data(); }, cudaErrorInvalidResourceHandle,
-                                  {"async_buffer::data()", "freed"});
+                                  {"async_buffer<int>::data()", "freed"});
     curt_test::require_cuda_error([&] { b.free(); }, cudaErrorInvalidResourceHandle,
-                                  {"async_buffer::free()", "freed"});
+                                  {"async_buffer<int>::free()", "freed"});
   }
   SECTION("0 elements allocate nothing and free nothing") {
     curt::async_buffer<int> b = pool.allocate<int>(0, s);
@@ -448,7 +448,7 @@ TEST_CASE("owners that hold nothing fail loudly by name", "[memory_pool]") {
   CHECK_FALSE(b.valid());
   CHECK(b.size() == 0);
   curt_test::require_cuda_error([&] { (void)b.data(); }, cudaErrorInvalidResourceHandle,
-                                {"curt::async_buffer::data()", "moved-from"});
+                                {"curt::async_buffer<float>::data()", "moved-from"});
   curt_test::require_cuda_error([&] { (void)b.stream(); }, cudaErrorInvalidResourceHandle,
                                 {"moved-from"});
 

@@ -93,7 +93,7 @@ TEST_CASE("pool owners and buffers that hold nothing say which", "[memory_pool]"
   CHECK_FALSE(none.valid());
   CHECK(none.size() == 0);
   curt_test::require_cuda_error([&] { (void)none.data(); }, cudaErrorInvalidResourceHandle,
-                                {"curt::async_buffer::data()", "empty"});
+                                {"curt::async_buffer<float>::data()", "empty"});
   curt::async_buffer<float> zero = curt::async_buffer<float>::adopt(nullptr, 0, fake_stream());
   CHECK(zero.valid());
   CHECK(zero.data() == nullptr);

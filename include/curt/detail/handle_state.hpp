@@ -24,6 +24,7 @@ namespace detail {
 // Values at the very top of the address space, which no runtime handle takes (and distinct
 // from cudaStreamLegacy = 1 and cudaStreamPerThread = 2).
 enum class handle_state : std::uintptr_t {
+  freed = ~std::uintptr_t(0) - 3,  // memory owners only: freed explicitly (free())
   empty = ~std::uintptr_t(0) - 2,
   released = ~std::uintptr_t(0) - 1,
   moved_from = ~std::uintptr_t(0),
@@ -35,7 +36,7 @@ Handle state_handle(handle_state state) noexcept {
 }
 
 inline bool is_state_handle(const void* handle) noexcept {
-  return reinterpret_cast<std::uintptr_t>(handle) >= static_cast<std::uintptr_t>(handle_state::empty);
+  return reinterpret_cast<std::uintptr_t>(handle) >= static_cast<std::uintptr_t>(handle_state::freed);
 }
 
 /// A stream handle with 0 replaced by the default stream it means in the calling translation unit
