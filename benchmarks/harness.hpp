@@ -233,9 +233,11 @@ class paired_summary : public benchmark::ConsoleReporter {
 }  // namespace detail
 
 /// The common main(): `setup(device)` registers the benchmarks (and may warm up) before they
-/// run. Returns the process's exit code (77: no device).
-inline int run(int argc, char** argv, const char* program,
-               const std::function<void(curt::device)>& setup) {
+/// run. Returns the process's exit code (77: no device). Reporter: a ConsoleReporter with
+/// print(), called after the run (the console format only).
+template <class Reporter = detail::paired_summary>
+int run(int argc, char** argv, const char* program,
+        const std::function<void(curt::device)>& setup) {
   bool console = true;  // the summary comes with the console format only
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -256,9 +258,8 @@ inline int run(int argc, char** argv, const char* program,
     benchmark::AddCustomContext("curt_cuda_runtime", curt::runtime_version().to_string());
     benchmark::AddCustomContext("curt_cuda_driver", curt::driver_version().to_string());
     if (console) {
-      detail::paired_summary reporter(isatty(STDOUT_FILENO)
-                                          ? benchmark::ConsoleReporter::OO_ColorTabular
-                                          : benchmark::ConsoleReporter::OO_Tabular);
+      Reporter reporter(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_ColorTabular
+                                              : benchmark::ConsoleReporter::OO_Tabular);
       benchmark::RunSpecifiedBenchmarks(&reporter);
       std::fflush(stdout);
       reporter.print();

@@ -32,7 +32,6 @@
 #include <benchmark/benchmark.h>
 
 #include <cuda_runtime.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -41,6 +40,7 @@
 #include <exception>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -687,7 +687,7 @@ class summary_reporter : public benchmark::ConsoleReporter {
 
   // Prints "variant | median ns/launch | ratio to raw" (then the same for the submissions alone)
   // for the launch family, and the same table for the other benchmarks.
-  void print_summary() const {
+  void print() const {
     if (results_.empty()) return;
     long long repetitions = 0;
     for (const auto& entry : results_)
@@ -810,45 +810,12 @@ class summary_reporter : public benchmark::ConsoleReporter {
 }  // namespace bench
 
 int main(int argc, char** argv) {
-  // The summary comes with the console format only; other formats go to the library's reporter.
-  bool console = true;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg.rfind("--benchmark_format=", 0) == 0 && arg != "--benchmark_format=console")
-      console = false;
-  }
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (curt::device_count() == 0) {
-    std::printf("no CUDA device: skipped (%s)\n", curt::no_device_reason().c_str());
-    return 77;
-  }
-  try {
-    const curt::device device(0);
-    curt::set_current_device(device);
-    bench::context context(device);
-    bench::g = &context;
+  std::unique_ptr<bench::context> context;
+  return curt_bench::run<bench::summary_reporter>(argc, argv, "launch_bench", [&](curt::device d) {
+    context = std::make_unique<bench::context>(d);
+    bench::g = context.get();
     bench::register_benchmarks();
     bench::warm_up();
-    benchmark::AddCustomContext("curt_device", device.name());
-    benchmark::AddCustomContext("curt_cuda_runtime", curt::runtime_version().to_string());
-    benchmark::AddCustomContext("curt_cuda_driver", curt::driver_version().to_string());
     benchmark::AddCustomContext("curt_batch", std::to_string(bench::kBatch));
-    if (console) {
-      bench::summary_reporter reporter(isatty(STDOUT_FILENO)
-                                           ? benchmark::ConsoleReporter::OO_ColorTabular
-                                           : benchmark::ConsoleReporter::OO_Tabular);
-      benchmark::RunSpecifiedBenchmarks(&reporter);
-      std::fflush(stdout);
-      reporter.print_summary();
-    } else {
-      benchmark::RunSpecifiedBenchmarks();
-    }
-    bench::g = nullptr;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "launch_bench: %s\n", e.what());
-    return 1;
-  }
-  benchmark::Shutdown();
-  return 0;
+  });
 }
