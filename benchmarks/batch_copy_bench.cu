@@ -16,6 +16,8 @@
 //   batch_copy_bench --benchmark_repetitions=5 --benchmark_min_time=2
 // Exit code 77 when there is no device.
 
+#include "harness.hpp"
+
 #include <curt/batch_copy.hpp>
 #include <curt/device.hpp>
 #include <curt/error.hpp>
@@ -31,6 +33,7 @@
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,12 +45,7 @@ constexpr std::size_t kBytes = 4096;
 enum variant { loop = 0, raw_batch, curt_batch, curt_build, variant_count };
 const char* variant_names[variant_count] = {"loop", "raw_batch", "curt", "curt_build"};
 
-double median_of(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const std::size_t half = values.size() / 2;
-  return values.size() % 2 ? values[half] : (values[half - 1] + values[half]) / 2.0;
-}
+using curt_bench::median_of;
 
 // Every sample of every run, by direction: the summary's medians cover all repetitions.
 struct samples {
@@ -221,28 +219,21 @@ void print_summary() {
   }
 }
 
+// The console table, then the summary above.
+class summary_reporter : public benchmark::ConsoleReporter {
+ public:
+  using benchmark::ConsoleReporter::ConsoleReporter;
+  void print() const { print_summary(); }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string why = curt::no_device_reason();
-  if (!why.empty()) {
-    std::printf("skipped: %s\n", why.c_str());
-    return 77;
-  }
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  try {
-    setup s;
-    g = &s;
+  std::unique_ptr<setup> s;
+  return curt_bench::run<summary_reporter>(argc, argv, "batch_copy_bench", [&](curt::device) {
+    s = std::make_unique<setup>();
+    g = s.get();
     add("batch_copy/pinned_to_device", pinned_to_device);
     add("batch_copy/device_to_device", device_to_device);
-    benchmark::RunSpecifiedBenchmarks();
-    print_summary();
-    benchmark::Shutdown();
-    g = nullptr;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "batch_copy_bench: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  });
 }

@@ -14,6 +14,8 @@
 //   pool_bench --benchmark_repetitions=10 --benchmark_report_aggregates_only=true
 // Exit code 77 when there is no device.
 
+#include "harness.hpp"
+
 #include <curt/device.hpp>
 #include <curt/memory_pool.hpp>
 #include <curt/stream.hpp>
@@ -27,6 +29,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,12 +52,7 @@ struct context {
 
 context* g = nullptr;
 
-double median_of(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const std::size_t half = values.size() / 2;
-  return values.size() % 2 ? values[half] : (values[half - 1] + values[half]) / 2.0;
-}
+using curt_bench::median_of;
 
 // Host ns per pair of one batch; the stream is synchronized afterwards, untimed.
 template <class Batch>
@@ -147,36 +145,21 @@ void paired_current(benchmark::State& state) {
 }  // namespace bench
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (curt::device_count() == 0) {
-    std::printf("no CUDA device: skipped (%s)\n", curt::no_device_reason().c_str());
-    return 77;
-  }
-  try {
-    const curt::device device(0);
-    curt::set_current_device(device);  // the raw calls run where curt's do
-    bench::context context(device);
-    bench::g = &context;
+  std::unique_ptr<bench::context> context;
+  return curt_bench::run(argc, argv, "pool_bench", [&](curt::device device) {
+    context = std::make_unique<bench::context>(device);
+    bench::g = context.get();
     {  // warm-up: the pools' first blocks, the runtime's first allocation
-      curt::async_buffer<char> a = context.pool.allocate<char>(bench::kBytes, context.stream);
-      curt::async_buffer<char> b = curt::allocate_async<char>(bench::kBytes, context.stream);
+      curt::async_buffer<char> a = context->pool.allocate<char>(bench::kBytes, context->stream);
+      curt::async_buffer<char> b = curt::allocate_async<char>(bench::kBytes, context->stream);
       void* p = nullptr;
       CURT_CHECK(cudaMalloc(&p, bench::kBytes));
       CURT_CHECK(cudaFree(p));
     }
-    context.stream.synchronize();
-    benchmark::RegisterBenchmark("paired/pool", bench::paired_pool)->UseRealTime();
-    benchmark::RegisterBenchmark("paired/current", bench::paired_current)->UseRealTime();
-    benchmark::AddCustomContext("curt_device", device.name());
+    context->stream.synchronize();
+    curt_bench::add("paired/pool", bench::paired_pool);
+    curt_bench::add("paired/current", bench::paired_current);
     benchmark::AddCustomContext("curt_bytes", std::to_string(bench::kBytes));
     benchmark::AddCustomContext("curt_pairs_per_batch", std::to_string(bench::kPairs));
-    benchmark::RunSpecifiedBenchmarks();
-    bench::g = nullptr;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "pool_bench: %s\n", e.what());
-    return 1;
-  }
-  benchmark::Shutdown();
-  return 0;
+  });
 }
