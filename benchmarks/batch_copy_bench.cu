@@ -192,13 +192,9 @@ void device_to_device(benchmark::State& state) {
 }
 
 void add(const char* name, void (*function)(benchmark::State&)) {
-  benchmark::RegisterBenchmark(name, [function](benchmark::State& state) {
-    try {
-      function(state);
-    } catch (const std::exception& e) {
-      state.SkipWithError(e.what());
-    }
-  })->UseRealTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(name, curt_bench::guarded(function))  // counts failures
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
 }
 
 void print_summary() {

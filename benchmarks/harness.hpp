@@ -8,9 +8,11 @@
 // - l2_flush: a cold mode: overwrite a buffer larger than the L2 (60 MiB on the H200) before a
 //   sample, so the sample reads from memory.
 // - set_bandwidth(): bytes read + written per iteration, reported as bytes_per_second.
-// - add(): registers a benchmark; a curt exception fails that benchmark, not the program.
-// - run(): the common main(): exit code 77 without a device, device and versions in the JSON
-//   context, the console table followed by a summary of the paired benchmarks.
+// - add(): registers a benchmark; a curt exception fails that benchmark, not the program (but
+//   the program's exit code: guarded() counts failures).
+// - run(): the common main(): exit code 77 without a device, 1 when a benchmark failed, device
+//   and versions in the JSON context, the console table followed by a summary of the paired
+//   benchmarks (console format only).
 #pragma once
 
 #include <curt/curt.hpp>
@@ -21,9 +23,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <cstdint>
 #include <functional>
@@ -138,18 +142,34 @@ inline void set_bandwidth(benchmark::State& state, std::size_t bytes_per_iterati
                           static_cast<std::int64_t>(bytes_per_iteration));
 }
 
-/// Registers `function` as `name` (real time, or GPU time with gpu_time); a curt exception fails
-/// that benchmark instead of the program.
-inline benchmark::internal::Benchmark* add(const std::string& name,
-                                           std::function<void(benchmark::State&)> function,
-                                           bool gpu_time = false) {
-  auto* b = benchmark::RegisterBenchmark(name.c_str(), [function](benchmark::State& state) {
+/// How many benchmark runs failed (an exception, or SkipWithError): run() exits with 1 when any
+/// did, so that a script sees the failure (with --benchmark_report_aggregates_only a failed
+/// repetition does not reach the reporters when two others succeeded).
+inline std::atomic<int>& failures() {
+  static std::atomic<int> count{0};
+  return count;
+}
+
+/// `function` as a benchmark body: a curt exception fails that benchmark instead of the program,
+/// and every failure is counted in failures(). Every benchmark of a harness program is
+/// registered through it (add() does).
+inline auto guarded(std::function<void(benchmark::State&)> function) {
+  return [function = std::move(function)](benchmark::State& state) {
     try {
       function(state);
     } catch (const std::exception& e) {
       state.SkipWithError(e.what());
     }
-  });
+    if (state.error_occurred()) failures().fetch_add(1);
+  };
+}
+
+/// Registers `function` as `name` (real time, or GPU time with gpu_time); a curt exception fails
+/// that benchmark instead of the program.
+inline benchmark::internal::Benchmark* add(const std::string& name,
+                                           std::function<void(benchmark::State&)> function,
+                                           bool gpu_time = false) {
+  auto* b = benchmark::RegisterBenchmark(name.c_str(), guarded(std::move(function)));
   if (gpu_time)
     b->UseManualTime();
   else
@@ -159,6 +179,20 @@ inline benchmark::internal::Benchmark* add(const std::string& name,
 }
 
 namespace detail {
+
+// Whether Google Benchmark will print the console format on stdout: as the library decides it,
+// from BENCHMARK_FORMAT in the environment, then each --benchmark_format=, the last one winning.
+// (The summary goes after a console table only, never into JSON or CSV on stdout.)
+inline bool console_format(int argc, const char* const* argv) {
+  const char* env = std::getenv("BENCHMARK_FORMAT");
+  std::string format = env ? env : "console";
+  const std::string flag = "--benchmark_format=";
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.compare(0, flag.size(), flag) == 0) format = arg.substr(flag.size());
+  }
+  return format == "console";
+}
 
 // Benchmark 1.7 marks a failed run with error_occurred, 1.8 with skipped.
 template <class Run>
@@ -238,16 +272,11 @@ class paired_summary : public benchmark::ConsoleReporter {
 template <class Reporter = detail::paired_summary>
 int run(int argc, char** argv, const char* program,
         const std::function<void(curt::device)>& setup) {
-  bool console = true;  // the summary comes with the console format only
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg.rfind("--benchmark_format=", 0) == 0 && arg != "--benchmark_format=console")
-      console = false;
-  }
+  const bool console = detail::console_format(argc, argv);  // the summary: console format only
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (curt::device_count() == 0) {
-    std::printf("no CUDA device: skipped (%s)\n", curt::no_device_reason().c_str());
+  if (curt::device_count() == 0) {  // on stderr: stdout may be meant to hold JSON or CSV
+    std::fprintf(stderr, "no CUDA device: skipped (%s)\n", curt::no_device_reason().c_str());
     return 77;
   }
   try {
@@ -271,6 +300,11 @@ int run(int argc, char** argv, const char* program,
     return 1;
   }
   benchmark::Shutdown();
+  if (const int failed = failures().load()) {
+    std::fprintf(stderr, "%s: %d benchmark run%s failed\n", program, failed,
+                 failed == 1 ? "" : "s");
+    return 1;
+  }
   return 0;
 }
 

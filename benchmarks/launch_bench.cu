@@ -576,13 +576,7 @@ using benchmark_function = void (*)(benchmark::State&);
 // Registers `function` as `name`; a curt exception fails that benchmark instead of the program.
 void add(const char* name, benchmark_function function, int operations, bool gpu_time = false) {
   operations_per_iteration()[name] = operations;
-  auto* b = benchmark::RegisterBenchmark(name, [function](benchmark::State& state) {
-    try {
-      function(state);
-    } catch (const std::exception& e) {
-      state.SkipWithError(e.what());
-    }
-  });
+  auto* b = benchmark::RegisterBenchmark(name, curt_bench::guarded(function));  // counts failures
   if (gpu_time)
     b->UseManualTime();
   else

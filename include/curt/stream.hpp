@@ -88,10 +88,14 @@ class wait_events {
   /// The event for a context whose id the caller knows (a curt::stream owner learnt it when it
   /// was made): no driver call when it is the context asked for last. The context is alive while
   /// the owner's stream is, so the entry of that id is too.
+  /// Off the remembered entry it only searches the table, unless no entry has that id: then one
+  /// driver call checks that the id is still the context's (an owner that outlived its context,
+  /// destroyed by cudaDeviceReset or cuCtxDestroy, must not evict the entry of the live context
+  /// that now has its handle, nor get an event of that context under its dead id).
   cudaEvent_t for_known_context(CUcontext context, unsigned long long id) {
     if (CURT_LIKELY(last_known_.context == context && last_known_.id == id))
       return last_known_.event;
-    last_known_ = for_context(context, id);
+    last_known_ = for_context(context, id, true);
     return last_known_.event;
   }
 
@@ -124,12 +128,26 @@ class wait_events {
     CURT_DRIVER_CALL(cuCtxGetId, 12000, context, &id);
     return for_context(context, id);
   }
-  const entry& for_context(CUcontext context, unsigned long long id) {
+  const entry& for_context(CUcontext context, unsigned long long id, bool verify_id = false) {
+    entry* stale = nullptr;
     for (entry& e : entries_) {
       if (e.context != context) continue;
       if (e.id == id) return e;
-      entries_.remove(&e);  // stale: freed by a reset
+      stale = &e;
       break;
+    }
+    if (verify_id) {
+      unsigned long long now = 0;
+      if (CURT_DRIVER_FUNCTION(cuCtxGetId, 12000)(context, &now) != CUDA_SUCCESS || now != id)
+        detail::raise(cudaErrorContextIsDestroyed, "curt::stream::wait(stream)",
+                      "the context of the stream waited on was destroyed after the stream was made "
+                      "(cudaDeviceReset or cuCtxDestroy), and the stream with it",
+                      __FILE__, __LINE__);
+    }
+    if (stale) {  // its context is gone (a reset), and its event with it
+      if (last_known_.context == stale->context && last_known_.id == stale->id)
+        last_known_ = entry{};  // never handed out again, not even for an owner of that id
+      entries_.remove(stale);
     }
     entry fresh{context, id, nullptr};
     {
@@ -511,7 +529,7 @@ class stream : public stream_ref {
         context_ = context;
         context_id_ = id;
       }
-    } catch (const cuda_error&) {
+    } catch (...) {  // noexcept: the lookup may also fail to allocate its message
       // No driver entry point: waits on this stream take the general path.
     }
   }
@@ -561,16 +579,21 @@ class stream_timer {
     start_.record(stream_);
   }
   /// Destroys its events in the stream's context, where they were made and recorded.
-  ~stream_timer() {
-    try {
-      detail::stream_context_scope in_context(stream_.get());
-      event start = std::move(start_), stop = std::move(stop_);
-    } catch (...) {
-      // The context could not be made current: the events go with the members, as they are.
+  ~stream_timer() { destroy_events(); }
+  /// The moved-from timer holds no events (every use throws; its destructor makes no call).
+  stream_timer(stream_timer&&) noexcept = default;
+  /// Destroys this timer's events as the destructor does (in its stream's context), then takes
+  /// the other's.
+  stream_timer& operator=(stream_timer&& other) noexcept {
+    if (this != &other) {
+      destroy_events();
+      stream_ = other.stream_;
+      start_ = std::move(other.start_);
+      stop_ = std::move(other.stop_);
+      stopped_ = other.stopped_;
     }
+    return *this;
   }
-  stream_timer(stream_timer&&) = default;
-  stream_timer& operator=(stream_timer&&) = default;
   /// Records the stop event now (once; later calls keep the first) and returns at once.
   void record_stop() {
     if (stopped_) return;
@@ -604,6 +627,17 @@ class stream_timer {
     if (context == nullptr) return event(s.device(), event_flags::timing);
     detail::context_scope in(context);
     return event(s.device(), event_flags::timing);
+  }
+  // Destroys the events in the stream's context; nothing to do (and no driver call, so no use of
+  // a stream that may be gone since) when they were moved away.
+  void destroy_events() noexcept {
+    if (!start_.valid() && !stop_.valid()) return;
+    try {
+      detail::stream_context_scope in_context(stream_.get());
+      event start = std::move(start_), stop = std::move(stop_);
+    } catch (...) {
+      // The context could not be made current: the events go with the members, as they are.
+    }
   }
   void require_stopped(const char* operation) const {
     if (!stopped_)

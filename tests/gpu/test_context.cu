@@ -260,6 +260,14 @@ TEST_CASE("a thread without a context keeps none: creation, queries, occupancy, 
       (void)timer.stop();
     }
     step(left_behind, "stream_timer (made, stopped and destroyed)");
+    {
+      curt::stream_timer timer(s);
+      curt::stream_timer other(s);
+      timer = std::move(other);  // destroys timer's own events
+      curt::stream_timer moved(std::move(timer));
+      (void)moved.stop();
+    }
+    step(left_behind, "stream_timer (move-assigned, moved, stopped and destroyed)");
     // Passed to the runtime unchanged (documented): reported, not judged.
     done.record(s);
     step(undocumented, "event::record");

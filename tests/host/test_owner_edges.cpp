@@ -8,6 +8,8 @@
 #include <curt/stream.hpp>
 
 #include <atomic>
+#include <type_traits>
+#include <utility>
 #include <thread>
 
 TEST_CASE("an empty or moved-from event given to a launch attribute is a catchable error") {
@@ -44,4 +46,22 @@ TEST_CASE("destroying an owner that holds no stream leaves finished host functio
   // A real drain point destroys it (here the list itself, as synchronize() would).
   curt::detail::deferred().drain();
   CHECK(destroyed.load() == 1);
+}
+
+TEST_CASE("wait() on an owner that holds no stream throws, through either overload") {
+  const curt::stream_ref self = curt::stream_ref::legacy_default();
+  curt::stream empty(curt::no_handle);
+  CHECK_THROWS_WITH(self.wait(empty), ContainsSubstring("empty"));  // wait(const stream&)
+  CHECK_THROWS_WITH(self.wait(curt::stream_ref(empty)), ContainsSubstring("empty"));
+  curt::stream moved_to(std::move(empty));
+  CHECK_THROWS_WITH(self.wait(empty), ContainsSubstring("moved-from"));
+  CHECK_THROWS_WITH(self.wait(std::move(empty)), ContainsSubstring("moved-from"));
+  // Every spelling resolves without ambiguity (unevaluated: no device needed).
+  static_assert(std::is_void_v<decltype(self.wait(std::declval<curt::stream&>()))>);
+  static_assert(std::is_void_v<decltype(self.wait(std::declval<const curt::stream&>()))>);
+  static_assert(std::is_void_v<decltype(self.wait(std::declval<curt::stream&&>()))>);
+  static_assert(std::is_void_v<decltype(self.wait(std::declval<curt::stream_ref>()))>);
+  static_assert(std::is_void_v<decltype(self.wait(std::declval<cudaStream_t>()))>);
+  static_assert(std::is_void_v<decltype(self.wait(std::declval<curt::event&>()))>);
+  static_assert(std::is_void_v<decltype(self.wait(std::declval<curt::event_ref>()))>);
 }
