@@ -24,16 +24,13 @@
 // resources: accessible from the device(s) that were given access, not from every device.
 #pragma once
 
-// <cuda/memory_resource> is empty unless LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE is defined
-// before its first inclusion (also through Thrust or CUB): define it here, or say why it is too late.
-#if !defined(LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE) &&                       \
-    (defined(_CUDA_MEMORY_RESOURCE) || defined(_CUDA__MEMORY_RESOURCE_RESOURCE_H) || \
-     defined(_CUDA__MEMORY_RESOURCE_RESOURCE_REF_H) ||                               \
-     defined(_CUDA__MEMORY_RESOURCE_PROPERTIES_H))
-#  error "<curt/memory_resource.hpp>: CCCL's memory resource headers were included before without LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE, so they are empty; define it before every CCCL include (or include this header first)"
-#endif
+// <cuda/memory_resource> is empty unless CCCL's own switch for its experimental memory resources,
+// LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE, is defined before any CCCL header (Thrust and
+// CUB included) is first read. curt does not define another library's macro behind your back:
+// define it for the whole target, e.g.
+//   target_compile_definitions(app PRIVATE LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE)
 #ifndef LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE
-#  define LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE
+#  error "<curt/memory_resource.hpp> needs CCCL's memory resources: define LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE for the whole target (before any CCCL, Thrust or CUB header)"
 #endif
 #include <cuda/memory_resource>
 #include <cuda/stream_ref>

@@ -2,7 +2,7 @@
 // cuda::mr concepts checked at compile time, resource refs that allocate through a curt pool,
 // the CCCL 3.1+ member names, honest accessibility properties, and Thrust and CUB running on a
 // curt stream with temporary storage from a curt pool.
-#include <curt/memory_resource.hpp>  // first: it enables CCCL's memory resources
+#include <curt/memory_resource.hpp>
 
 #include <catch.hpp>
 #include <device_array.hpp>

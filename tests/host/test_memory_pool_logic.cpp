@@ -2,7 +2,7 @@
 // makes before calling CUDA (owners that hold nothing, overflowing counts, bad alignments,
 // unexportable host pools, unknown pool kinds, accessibility claims), named in the message.
 // Handles here are made up: none of these paths may reach CUDA.
-#include <curt/memory_resource.hpp>  // first: it enables CCCL's memory resources
+#include <curt/memory_resource.hpp>
 
 #include <catch.hpp>
 #include <expect.hpp>
