@@ -257,12 +257,6 @@ CURT_COLD inline std::size_t batch_added_number(std::size_t call_index,
   return number;
 }
 
-template <class Range>
-using batch_range_element = std::remove_reference_t<decltype(*std::declval<Range&>().data())>;
-
-template <class Range>
-constexpr bool batch_is_range_v = has_data_and_size<std::remove_reference_t<Range>>::value;
-
 // What every batch checks before submitting: an owner with a stream, not the legacy default one
 // (CUDA refuses it, with no word on why). No CUDA call.
 inline cudaStream_t batch_stream(stream_ref stream, const char* call) {
@@ -344,11 +338,11 @@ class copy_batch {
   /// for a null pointer; the batch is then as it was.
   template <class Destination, class Source>
   copy_batch& add(Destination&& destination, Source&& source, copy_attributes attributes = {}) {
-    static_assert(detail::batch_is_range_v<Destination> && detail::batch_is_range_v<Source>,
+    static_assert(detail::is_range_v<Destination> && detail::is_range_v<Source>,
                   "curt::copy_batch::add(destination, source): both need data() and size(); "
                   "for pointers use add(destination, source, count) or add_bytes()");
-    using D = detail::batch_range_element<Destination>;
-    using S = detail::batch_range_element<Source>;
+    using D = detail::element_of_t<Destination>;
+    using S = detail::element_of_t<Source>;
     static_assert(!std::is_const_v<D>, "curt::copy_batch::add: the destination is read-only");
     static_assert(std::is_same_v<std::remove_cv_t<D>, std::remove_cv_t<S>>,
                   "curt::copy_batch::add: destination and source element types differ");
@@ -898,9 +892,9 @@ class prefetch_batch : public detail::managed_range_batch {
   /// Prefetches the memory of `range` (data(), size()) to `where`.
   template <class Range>
   prefetch_batch& add(Range&& range, memory_location where) {
-    static_assert(detail::batch_is_range_v<Range>,
+    static_assert(detail::is_range_v<Range>,
                   "curt::prefetch_batch::add: the range needs data() and size()");
-    using T = detail::batch_range_element<Range>;
+    using T = detail::element_of_t<Range>;
     return add_bytes(range.data(),
                      detail::batch_checked_bytes("curt::prefetch_batch::add", added_,
                                            static_cast<std::size_t>(range.size()), sizeof(T),
@@ -940,9 +934,9 @@ class discard_batch : public detail::managed_range_batch {
   /// Discards the memory of `range` (data(), size(); its elements must be writable).
   template <class Range>
   discard_batch& add(Range&& range) {
-    static_assert(detail::batch_is_range_v<Range>,
+    static_assert(detail::is_range_v<Range>,
                   "curt::discard_batch::add: the range needs data() and size()");
-    using T = detail::batch_range_element<Range>;
+    using T = detail::element_of_t<Range>;
     static_assert(!std::is_const_v<T>, "curt::discard_batch::add: the range is read-only");
     return add_bytes(range.data(), detail::batch_checked_bytes("curt::discard_batch::add", added_,
                                                          static_cast<std::size_t>(range.size()),
@@ -976,9 +970,9 @@ class discard_and_prefetch_batch : public detail::managed_range_batch {
 
   template <class Range>
   discard_and_prefetch_batch& add(Range&& range, memory_location where) {
-    static_assert(detail::batch_is_range_v<Range>,
+    static_assert(detail::is_range_v<Range>,
                   "curt::discard_and_prefetch_batch::add: the range needs data() and size()");
-    using T = detail::batch_range_element<Range>;
+    using T = detail::element_of_t<Range>;
     static_assert(!std::is_const_v<T>,
                   "curt::discard_and_prefetch_batch::add: the range is read-only");
     return add_bytes(range.data(),

@@ -65,13 +65,6 @@ typedef CUresult(CUDAAPI* PFN_cuMemsetD32Async_v3020)(CUdeviceptr_v2 dstDevice, 
 namespace curt {
 namespace detail {
 
-/// The element type of a contiguous range, without const.
-template <class R>
-using range_value_t = std::remove_cv_t<range_element_t<std::remove_reference_t<R>>>;
-
-template <class R>
-constexpr bool is_range_v = has_data_and_size<std::remove_reference_t<R>>::value;
-
 /// Checks, at compile time, that `Dst` can be written with `Src`'s elements; the element type.
 template <class Dst, class Src>
 constexpr bool copyable_ranges() {

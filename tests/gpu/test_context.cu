@@ -84,18 +84,6 @@ class user_context {
   CUcontext context_ = nullptr;
 };
 
-void require_equal(const std::vector<float>& got, const std::vector<float>& want) {
-  REQUIRE(got.size() == want.size());
-  std::size_t bad = 0, first = 0;
-  for (std::size_t i = 0; i < got.size(); ++i)
-    if (!curt_test::close(got[i], want[i], 1e-6)) {
-      if (bad++ == 0) first = i;
-    }
-  INFO(bad << " of " << got.size() << " differ; first at " << first << ": got " << got[first]
-            << ", want " << want[first]);
-  CHECK(bad == 0);
-}
-
 // What differs between `got` and `want`; empty when they agree. No Catch2: usable on any thread.
 std::string difference(const std::vector<float>& got, const std::vector<float>& want) {
   if (got.size() != want.size())
@@ -293,7 +281,7 @@ TEST_CASE("a thread without a context keeps none: creation, queries, occupancy, 
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   std::vector<float> want(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) want[i] = affine_ref(x[i], a, b);
-  require_equal(dy.download(), want);
+  curt_test::require_close_all(dy.download(), want);
 }
 
 TEST_CASE("streams and events made under a user's driver context belong to it and keep it current") {
@@ -447,7 +435,7 @@ TEST_CASE("waiting on itself is a no-op that neither blocks nor fails") {
   s.synchronize();
   std::vector<float> want(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) want[i] = square_plus_ref(affine_ref(x[i], a, b), c);
-  require_equal(out.download(), want);
+  curt_test::require_close_all(out.download(), want);
 }
 
 // Last in the file: cudaDeviceReset destroys everything on device 0.

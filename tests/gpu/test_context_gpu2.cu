@@ -22,7 +22,6 @@
 #include <curt/occupancy.hpp>
 #include <curt/stream.hpp>
 
-
 #include <unistd.h>  // environ
 
 #include <array>
@@ -75,18 +74,6 @@ float affine_ref(float x, float a, float b) { return a * x + b; }
 float square_plus_ref(float v, float c) { return v * v + c; }
 int random_size() { return curt_test::random_ints(1, 3000, 9000)[0]; }
 float random_coefficient() { return curt_test::random_floats(1, 0.5f, 2.0f)[0]; }
-
-void require_equal(const std::vector<float>& got, const std::vector<float>& want) {
-  REQUIRE(got.size() == want.size());
-  std::size_t bad = 0, first = 0;
-  for (std::size_t i = 0; i < got.size(); ++i)
-    if (!curt_test::close(got[i], want[i], 1e-6)) {
-      if (bad++ == 0) first = i;
-    }
-  INFO(bad << " of " << got.size() << " differ; first at " << first << ": got " << got[first]
-            << ", want " << want[first]);
-  CHECK(bad == 0);
-}
 
 using curt_test::under_compute_sanitizer;
 
@@ -227,7 +214,7 @@ TEST_CASE("device 1 from a fresh thread (child)", "[.][device1-child]") {
   CHECK(ms >= 10.0f * 0.9f);  // the timer covered the 10 ms producer the consumer waited for
   std::vector<float> want(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) want[i] = square_plus_ref(affine_ref(x[i], a, b), c);
-  require_equal(back, want);
+  curt_test::require_close_all(back, want);
   std::printf("%s\n", child_marker);
   std::fflush(stdout);
 }
@@ -411,7 +398,7 @@ TEST_CASE("stream.wait(stream) orders a consumer on device 1 after a producer on
     std::vector<float> want(x.size());
     for (std::size_t i = 0; i < x.size(); ++i)
       want[i] = square_plus_ref(affine_ref(x[i], a, b), c);
-    require_equal(back, want);
+    curt_test::require_close_all(back, want);
     CHECK(producer.ready());
     producer.synchronize();
   }

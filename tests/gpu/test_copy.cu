@@ -50,20 +50,6 @@ std::vector<T> poisoned(std::size_t n) {
   return v;
 }
 
-// Bitwise equality of two ranges, reporting the first difference.
-template <class Got, class Want>
-void require_same(const Got& got, const Want& want) {
-  REQUIRE(got.size() == want.size());
-  using T = std::remove_cv_t<std::remove_pointer_t<decltype(want.data())>>;
-  std::size_t bad = 0, first = 0;
-  for (std::size_t i = 0; i < want.size(); ++i)
-    if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) {
-      if (bad++ == 0) first = i;
-    }
-  INFO(bad << " of " << want.size() << " differ; first at " << first);
-  CHECK(bad == 0);
-}
-
 // Every element of `got` has the bytes of `value`.
 template <class T>
 void require_all(const std::vector<T>& got, const T& value) {
@@ -131,17 +117,17 @@ void check_every_direction(bool on_stream) {
   std::vector<float> back = poisoned<float>(n);
   copy(back, b);  // device -> host (pageable)
   finish();
-  require_same(back, x);
+  curt_test::require_same_bytes(back, x);
 
   curt::pinned_buffer<float> pinned(d, n);
   std::memset(pinned.data(), 0xFF, pinned.size_bytes());
   copy(pinned, x);  // host -> host (pageable -> pinned)
   finish();
-  require_same(pinned, x);
+  curt_test::require_same_bytes(pinned, x);
   std::vector<float> from_pinned = poisoned<float>(n);
   copy(from_pinned, pinned);  // host -> host (pinned -> pageable)
   finish();
-  require_same(from_pinned, x);
+  curt_test::require_same_bytes(from_pinned, x);
 
   curt::managed_buffer<float> managed(d, n);
   std::memset(managed.data(), 0xFF, managed.size_bytes());
@@ -150,7 +136,7 @@ void check_every_direction(bool on_stream) {
   // cudaMemcpy between device and managed memory (device to device) may return before it is
   // done, as copy(dst, src) documents: wait for the legacy stream before the host reads.
   REQUIRE(cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess);
-  require_same(managed, x);
+  curt_test::require_same_bytes(managed, x);
 
   std::array<int, 257> small{};
   std::vector<int> small_x = curt_test::random_ints(small.size(), -1000000, 1000000);
@@ -159,7 +145,7 @@ void check_every_direction(bool on_stream) {
   std::memset(small.data(), 0xFF, sizeof small);
   copy(small, small_device);  // device -> std::array
   finish();
-  require_same(small, small_x);
+  curt_test::require_same_bytes(small, small_x);
 
   // Parts of ranges through spans: the middle of b into the front of a fresh buffer.
   std::size_t offset = n / 3, count = n / 2;
@@ -170,7 +156,7 @@ void check_every_direction(bool on_stream) {
   std::vector<float> part_back = poisoned<float>(count);
   copy(part_back, part);
   finish();
-  require_same(part_back, std::vector<float>(x.begin() + static_cast<std::ptrdiff_t>(offset),
+  curt_test::require_same_bytes(part_back, std::vector<float>(x.begin() + static_cast<std::ptrdiff_t>(offset),
                                              x.begin() + static_cast<std::ptrdiff_t>(offset + count)));
 }
 
@@ -306,13 +292,13 @@ TEST_CASE("pitched 2D buffers round-trip random extents, laid out row by row at 
   std::vector<float> raw = poisoned<float>(w * h);
   REQUIRE(cudaMemcpy2D(raw.data(), w * sizeof(float), p.data(), p.pitch(), w * sizeof(float), h,
                        cudaMemcpyDeviceToHost) == cudaSuccess);
-  require_same(raw, x);
+  curt_test::require_same_bytes(raw, x);
 
   curt::copy(q, p, s);  // pitched -> pitched
   std::vector<float> back = poisoned<float>(w * h);
   curt::copy(back, q, s);
   s.synchronize();
-  require_same(back, x);
+  curt_test::require_same_bytes(back, x);
 
   // Synchronous, and a dense device range on the other side.
   curt::device_buffer<float> dense(d, w * h);
@@ -322,7 +308,7 @@ TEST_CASE("pitched 2D buffers round-trip random extents, laid out row by row at 
   curt::copy(p, dense);
   back = poisoned<float>(w * h);
   curt::copy(back, p);
-  require_same(back, x);
+  curt_test::require_same_bytes(back, x);
 
   std::vector<float> wrong(w * h + 1);
   std::string extents = std::to_string(w) + " x " + std::to_string(h);
@@ -365,16 +351,16 @@ TEST_CASE("pitched 3D buffers round-trip random extents, laid out slice by slice
     REQUIRE(cudaMemcpy2D(raw.data() + z * w * h, w * sizeof(int),
                          reinterpret_cast<const char*>(p.data()) + z * h * p.pitch(), p.pitch(),
                          w * sizeof(int), h, cudaMemcpyDeviceToHost) == cudaSuccess);
-  require_same(raw, x);
+  curt_test::require_same_bytes(raw, x);
 
   curt::copy(q, p, s);
   std::vector<int> back = poisoned<int>(w * h * depth);
   curt::copy(back, q, s);
   s.synchronize();
-  require_same(back, x);
+  curt_test::require_same_bytes(back, x);
   back = poisoned<int>(w * h * depth);
   curt::copy(back, q);
-  require_same(back, x);
+  curt_test::require_same_bytes(back, x);
 
   std::vector<int> wrong(w * h * depth + 1);
   std::string extents = std::to_string(w) + " x " + std::to_string(h) + " x " + std::to_string(depth);

@@ -66,19 +66,6 @@ std::vector<T> poisoned(std::size_t n) {
   return v;
 }
 
-// Exact equality of two float ranges, reporting the first difference.
-template <class Got, class Want>
-void require_same(const Got& got, const Want& want) {
-  REQUIRE(got.size() == want.size());
-  std::size_t bad = 0, first = 0;
-  for (std::size_t i = 0; i < want.size(); ++i)
-    if (!(got[i] == want[i])) {
-      if (bad++ == 0) first = i;
-    }
-  INFO(bad << " of " << want.size() << " differ; first at " << first);
-  CHECK(bad == 0);
-}
-
 std::vector<int> random_int_vector(std::size_t n) {
   return curt_test::random_ints(n, std::numeric_limits<int>::min() / 2, std::numeric_limits<int>::max() / 2);
 }
@@ -104,7 +91,7 @@ TEST_CASE("every buffer kind round-trips fresh random data") {
     std::vector<float> back = poisoned<float>(n);
     curt::copy(back, b, s);
     s.synchronize();
-    require_same(back, x);
+    curt_test::require_same_bytes(back, x);
   }
   SECTION("pinned_buffer: written and read by the host, through the device") {
     std::vector<int> x = random_int_vector(n);
@@ -115,7 +102,7 @@ TEST_CASE("every buffer kind round-trips fresh random data") {
     curt::copy(on_device, in, s);
     curt::copy(out, on_device, s);
     s.synchronize();
-    require_same(out, x);
+    curt_test::require_same_bytes(out, x);
     std::size_t visited = 0;
     for (int& v : out) {
       (void)v;
@@ -133,7 +120,7 @@ TEST_CASE("every buffer kind round-trips fresh random data") {
     curt::copy(on_device, in, s);
     curt::copy(back, on_device, s);
     s.synchronize();
-    require_same(back, x);
+    curt_test::require_same_bytes(back, x);
   }
   SECTION("managed_buffer: written by the host, copied on the device, read by the host") {
     std::vector<float> x = curt_test::random_floats(n);
@@ -142,7 +129,7 @@ TEST_CASE("every buffer kind round-trips fresh random data") {
     std::memset(b.data(), 0xFF, b.size_bytes());
     curt::copy(b, a, s);
     s.synchronize();
-    require_same(b, x);
+    curt_test::require_same_bytes(b, x);
   }
   SECTION("host_registration: registered host memory in async copies") {
     curt_test::page_array<float> x(curt_test::random_floats(n));
@@ -156,7 +143,7 @@ TEST_CASE("every buffer kind round-trips fresh random data") {
     curt::copy(on_device, x, s);
     curt::copy(back, on_device, s);
     s.synchronize();
-    require_same(back, x);
+    curt_test::require_same_bytes(back, x);
   }
 }
 
@@ -179,7 +166,7 @@ TEST_CASE("mapped host memory is written by a kernel and read by the host") {
     curt::launch(s, config_for(n), curt_test::slow_affine, in.device_pointer(),
                  out.device_pointer(), count, a, b, 0ull);
     s.synchronize();
-    require_same(out, want);
+    curt_test::require_same_bytes(out, want);
   }
   SECTION("host_registration with register_flags::mapped") {
     curt_test::page_array<float> in_host(x), out(n);
@@ -191,7 +178,7 @@ TEST_CASE("mapped host memory is written by a kernel and read by the host") {
                  static_cast<const float*>(in.device_pointer()),
                  static_cast<float*>(target.device_pointer()), count, a, b, 0ull);
     s.synchronize();
-    require_same(out, want);
+    curt_test::require_same_bytes(out, want);
   }
 }
 
@@ -212,14 +199,14 @@ TEST_CASE("managed memory is prefetched and used on both sides") {
   s.synchronize();
   std::vector<float> want(n);
   for (std::size_t i = 0; i < n; ++i) want[i] = affine_ref(x[i], a, b);
-  require_same(m, want);                                          // host reads
+  curt_test::require_same_bytes(m, want);                                          // host reads
 
   for (std::size_t i = 0; i < n; ++i) m[i] = want[i] * c;          // host writes again
   curt::prefetch(m, curt::memory_location::device(d), s);
   curt::launch(s, config_for(n), affine_in_place, m.data(), count, a, b);
   s.synchronize();
   for (std::size_t i = 0; i < n; ++i) want[i] = affine_ref(want[i] * c, a, b);
-  require_same(m, want);
+  curt_test::require_same_bytes(m, want);
 
   SECTION("attached to one stream, then used on it") {
     curt::managed_buffer<float> h(d, n, curt::attach_flags::host);
@@ -229,7 +216,7 @@ TEST_CASE("managed memory is prefetched and used on both sides") {
     s.synchronize();
     std::vector<float> once(n);
     for (std::size_t i = 0; i < n; ++i) once[i] = affine_ref(x[i], a, b);
-    require_same(h, once);
+    curt_test::require_same_bytes(h, once);
     h.attach(s, curt::attach_flags::global);
   }
 }
@@ -252,7 +239,7 @@ TEST_CASE("a kernel takes a cuda::std::span of a buffer through curt::launch and
   std::vector<float> back = poisoned<float>(n);
   curt::copy(back, out, s);
   s.synchronize();
-  require_same(back, want);
+  curt_test::require_same_bytes(back, want);
 
   curt::memset(out, 0xFF, s);
   scale_span<<<config_for(n).grid_dims(), block_size, 0, s>>>(in, out, a);
@@ -260,7 +247,7 @@ TEST_CASE("a kernel takes a cuda::std::span of a buffer through curt::launch and
   back = poisoned<float>(n);
   curt::copy(back, out, s);
   s.synchronize();
-  require_same(back, want);
+  curt_test::require_same_bytes(back, want);
 
   // A view carries the buffer's pointer and size.
   cuda::std::span<float> view = out;
@@ -355,7 +342,7 @@ TEST_CASE("registering host memory twice gives the runtime's error, explained") 
   curt::copy(on_device, host, s);
   curt::copy(back, on_device, s);
   s.synchronize();
-  require_same(back, host);
+  curt_test::require_same_bytes(back, host);
 }
 
 TEST_CASE("buffers of zero elements allocate nothing and are valid") {
@@ -468,5 +455,5 @@ TEST_CASE("buffers leave no context on a thread that had none, also when freed t
   REQUIRE(started_without);
   for (const std::string& what : left_behind)
     FAIL_CHECK("left a context current on a thread that had none: " << what);
-  require_same(back, x);
+  curt_test::require_same_bytes(back, x);
 }

@@ -103,19 +103,6 @@ class pinned_buffer {
   std::size_t n_;
 };
 
-void require_equal(const std::vector<float>& got, const std::vector<float>& want) {
-  REQUIRE(got.size() == want.size());
-  std::size_t bad = 0, first = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (!curt_test::close(got[i], want[i], 1e-6)) {
-      if (bad++ == 0) first = i;
-    }
-  }
-  INFO(bad << " of " << got.size() << " differ; first at " << first << ": got " << got[first]
-            << ", want " << want[first]);
-  CHECK(bad == 0);
-}
-
 int random_size() { return curt_test::random_ints(1, 3000, 9000)[0]; }
 float random_coefficient() { return curt_test::random_floats(1, 0.5f, 2.0f)[0]; }
 
@@ -172,7 +159,7 @@ void check_cross_stream_order(curt::stream_ref producer, curt::stream_ref consum
 
   std::vector<float> want(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) want[i] = square_plus_ref(affine(x[i], a, b), c);
-  require_equal(back.to_vector(), want);
+  curt_test::require_close_all(back.to_vector(), want);
   // The consumer waited for the producer, so the producer is done too.
   CHECK(producer.ready());
   producer.synchronize();
@@ -301,7 +288,7 @@ TEST_CASE("from_native_handle adopts a raw stream and release() gives it back") 
     adopted.synchronize();
     std::vector<float> want(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) want[i] = square_plus_ref(x[i], c);
-    require_equal(out.download(), want);
+    curt_test::require_close_all(out.download(), want);
 
     cudaStream_t back = adopted.release();
     CHECK(back == raw);
@@ -394,7 +381,7 @@ TEST_CASE("work on one stream runs in submission order") {
     float v = affine(x[i], a, b);
     want[i] = v * v + x[i];
   }
-  require_equal(back.to_vector(), want);
+  curt_test::require_close_all(back.to_vector(), want);
 }
 
 TEST_CASE("wait(event) makes another stream wait for the work the event captured") {
@@ -534,8 +521,8 @@ TEST_CASE("host_call runs after the work before it and before the work after it"
     mid[i] = affine(x[i], a, b) * scale + shift;
     want[i] = square_plus_ref(mid[i], c);
   }
-  require_equal(to_device.to_vector(), mid);
-  require_equal(back.to_vector(), want);
+  curt_test::require_close_all(to_device.to_vector(), mid);
+  curt_test::require_close_all(back.to_vector(), want);
 }
 
 namespace {
@@ -703,7 +690,7 @@ TEST_CASE("an access-policy window round-trips and reset removes it") {
     s.synchronize();
     std::vector<float> want(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) want[i] = affine(x[i], a, b);
-    require_equal(y.download(), want);
+    curt_test::require_close_all(y.download(), want);
     y.poison();
   }
 
@@ -770,6 +757,6 @@ TEST_CASE("the legacy and per-thread default streams run work and synchronize") 
     CHECK(calls.load() == 1);
     std::vector<float> want(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) want[i] = affine(x[i], a, b);
-    require_equal(back.to_vector(), want);
+    curt_test::require_close_all(back.to_vector(), want);
   }
 }

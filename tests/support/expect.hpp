@@ -9,9 +9,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace curt_test {
@@ -63,6 +65,36 @@ inline std::vector<int> random_ints(std::size_t n, int lo, int hi) {
 inline bool close(double a, double b, double tolerance = 1e-5) {
   double scale = std::fmax(std::fmax(std::fabs(a), std::fabs(b)), 1e-30);
   return std::fabs(a - b) <= tolerance * scale;
+}
+
+/// Every element of `got` close to `want`'s (relative error), reporting how many differ and the
+/// first one.
+template <class Got, class Want>
+void require_close_all(const Got& got, const Want& want, double tolerance = 1e-6) {
+  REQUIRE(got.size() == want.size());
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (!close(got[i], want[i], tolerance)) {
+      if (bad++ == 0) first = i;
+    }
+  INFO(bad << " of " << want.size() << " differ; first at " << first
+            << (bad ? ": got " + std::to_string(got[first]) + ", want " + std::to_string(want[first])
+                    : std::string()));
+  CHECK(bad == 0);
+}
+
+/// Every element of `got` has the bytes of `want`'s, reporting how many differ and the first one.
+template <class Got, class Want>
+void require_same_bytes(const Got& got, const Want& want) {
+  REQUIRE(got.size() == want.size());
+  using T = std::remove_cv_t<std::remove_pointer_t<decltype(want.data())>>;
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) {
+      if (bad++ == 0) first = i;
+    }
+  INFO(bad << " of " << want.size() << " differ; first at " << first);
+  CHECK(bad == 0);
 }
 
 }  // namespace curt_test

@@ -39,4 +39,16 @@ struct has_data_and_size<R, std::void_t<decltype(std::declval<R&>().data()),
 template <class R>
 using range_element_t = std::remove_pointer_t<decltype(std::declval<R&>().data())>;
 
+/// The same, for a forwarding reference's type.
+template <class R>
+using element_of_t = range_element_t<std::remove_reference_t<R>>;
+
+/// The element type of a contiguous range, without const.
+template <class R>
+using range_value_t = std::remove_cv_t<element_of_t<R>>;
+
+/// Whether R (possibly a reference type) is a range with data() and size().
+template <class R>
+inline constexpr bool is_range_v = has_data_and_size<std::remove_reference_t<R>>::value;
+
 }  // namespace curt::detail
