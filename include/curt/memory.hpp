@@ -218,9 +218,11 @@ class memory_owner {
   operator S() const& {  // NOLINT: implicit by design
     return S(data(), count_);
   }
-  /// A view of a temporary would dangle at the end of the statement.
+  /// A view of a temporary (const or not) would dangle at the end of the statement.
   template <class S, std::enable_if_t<is_span_like_of<S, const T>::value, int> = 0>
   operator S() && = delete;
+  template <class S, std::enable_if_t<is_span_like_of<S, const T>::value, int> = 0>
+  operator S() const&& = delete;
 
  protected:
   memory_owner(T* memory, std::size_t count, place_type place) noexcept

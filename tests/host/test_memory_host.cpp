@@ -58,6 +58,11 @@ static_assert(std::is_convertible_v<pinned_floats&, cuda::std::span<float>>);
 static_assert(std::is_convertible_v<const managed_floats&, cuda::std::span<const float>>);
 static_assert(!std::is_convertible_v<const managed_floats&, cuda::std::span<float>>);
 static_assert(!std::is_convertible_v<pinned_floats&&, cuda::std::span<const float>>);
+// Const temporaries neither (a function returning a const buffer by value).
+static_assert(!std::is_convertible_v<const device_floats&&, cuda::std::span<const float>>);
+static_assert(!std::is_convertible_v<const pinned_floats&&, cuda::std::span<const float>>);
+static_assert(!std::is_convertible_v<const managed_floats&&, cuda::std::span<const float>>);
+static_assert(!std::is_convertible_v<const device_floats&&, my_view<const float>>);
 // Views of other element types do not convert.
 static_assert(!std::is_convertible_v<device_floats&, my_view<double>>);
 static_assert(!std::is_convertible_v<device_floats&, my_view<int>>);
