@@ -527,32 +527,14 @@ void paired_stream_wait(benchmark::State& state) {
       });
 }
 
-// stream.wait(other) on refs against the raw pair it stands for: record an event on `other`, wait
-// on it (the ref path checks that the context of its kept event is alive: one driver call).
+// stream.wait(other) against the raw pair it stands for: record an event on `other`, wait on it.
+// Other = curt::stream_ref: the ref path checks that the context of its kept event is alive (one
+// driver call); Other = curt::stream: an owner's context is known, so no call is added.
+template <class Other>
 void paired_stream_wait_stream(benchmark::State& state) {
   const curt::event event(g->device);
   const curt::stream_ref stream = g->stream;
-  const curt::stream_ref other = g->other;
-  const cudaEvent_t raw_event = event.get();
-  const cudaStream_t raw_stream = g->stream, raw_other = g->other;
-  paired(
-      state,
-      [&] {
-        for (int i = 0; i < kPairBatch; ++i) {
-          (void)cudaEventRecord(raw_event, raw_other);
-          (void)cudaStreamWaitEvent(raw_stream, raw_event, 0);
-        }
-      },
-      [&] {
-        for (int i = 0; i < kPairBatch; ++i) stream.wait(other);
-      });
-}
-
-// The same wait on a curt::stream owner: its context is known, so no driver call is added.
-void paired_stream_wait_stream_owner(benchmark::State& state) {
-  const curt::event event(g->device);
-  const curt::stream& stream = g->stream;
-  const curt::stream& other = g->other;
+  const Other& other = g->other;
   const cudaEvent_t raw_event = event.get();
   const cudaStream_t raw_stream = g->stream, raw_other = g->other;
   paired(
@@ -614,8 +596,8 @@ void register_benchmarks() {
   add("paired/launch/args", paired_launch_args, 2 * kPairBatch);
   add("paired/event_record/no_timing", paired_event_record, 2 * kPairBatch);
   add("paired/stream_wait_event", paired_stream_wait, 2 * kPairBatch);
-  add("paired/stream_wait_stream", paired_stream_wait_stream, 2 * kPairBatch);
-  add("paired/stream_wait_stream_owner", paired_stream_wait_stream_owner, 2 * kPairBatch);
+  add("paired/stream_wait_stream", paired_stream_wait_stream<curt::stream_ref>, 2 * kPairBatch);
+  add("paired/stream_wait_stream_owner", paired_stream_wait_stream<curt::stream>, 2 * kPairBatch);
 }
 
 // The first launch of each kernel loads it (lazy module loading): do that before measuring.
