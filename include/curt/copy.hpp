@@ -62,6 +62,11 @@ typedef CUresult(CUDAAPI* PFN_cuMemsetD32Async_v3020)(CUdeviceptr_v2 dstDevice, 
 #  define CURT_DETAIL_HAS_FILL_KERNEL false
 #endif
 
+#define CURT_DETAIL_TEMPORARY_COPY_OPERAND                                                    \
+  "curt::copy(dst, src, stream): a temporary that owns its elements (a std::vector, a curt "   \
+  "buffer) is freed at the end of the statement, before the stream reaches the copy; give it " \
+  "a name so that it lives until the copy is done"
+
 namespace curt {
 namespace detail {
 
@@ -160,9 +165,11 @@ void copy(Dst&& dst, const Src& src) {
 }
 
 /// Copies src into dst on `stream` (cudaMemcpyAsync, cudaMemcpyDefault); sizes must match.
-/// Both ranges must stay alive, and the source unchanged, until the stream reaches the copy.
+/// Both ranges must stay alive, and the source unchanged, until the stream reaches the copy: a
+/// temporary that owns its elements (a std::vector, a curt buffer) does not compile.
 template <class Dst, class Src>
 void copy(Dst&& dst, const Src& src, stream_ref stream) {
+  static_assert(detail::outlives_call_v<Dst&&>, CURT_DETAIL_TEMPORARY_COPY_OPERAND);
   if constexpr (detail::copyable_ranges<Dst, Src>()) {
     using T = detail::range_value_t<Dst>;
     T* d = dst.data();
@@ -180,6 +187,12 @@ void copy(Dst&& dst, const Src& src, stream_ref stream) {
                           "stream"},
                          __FILE__, __LINE__);
   }
+}
+
+/// A temporary source that owns its elements does not compile (see copy(dst, src, stream)).
+template <class Dst, class Src, std::enable_if_t<!detail::outlives_call_v<Src&&>, int> = 0>
+void copy(Dst&&, Src&&, stream_ref) {
+  static_assert(detail::outlives_call_v<Src&&>, CURT_DETAIL_TEMPORARY_COPY_OPERAND);
 }
 
 /// Sets every byte of dst's elements to `byte` on `stream` (cudaMemsetAsync). dst must be

@@ -384,20 +384,6 @@ inline CUcontext stream_context(cudaStream_t stream) {
   return context;
 }
 
-/// On a thread with no current context, a runtime call on a stream would first make the current
-/// device's (device 0's) primary context current and leave it so: this makes the stream's own
-/// context current for the scope instead. One cuCtxGetCurrent when a context is current.
-class stream_context_scope {
- public:
-  explicit stream_context_scope(cudaStream_t stream) {
-    if (CURT_LIKELY(current_context() != nullptr)) return;
-    if (CUcontext context = stream_context(stream)) pushed_.push(context);
-  }
-
- private:
-  pushed_context pushed_;
-};
-
 // A reference to a device's primary context, released at the end of its scope.
 class retained_primary_context {
  public:
@@ -422,6 +408,53 @@ class retained_primary_context {
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   bool retained_ = false;
+};
+
+/// On a thread with no current context, makes the primary context of device `ordinal` current
+/// for the scope (-1: of the runtime's current device, cudaGetDevice) and pops it at the end: the
+/// context a runtime call would make current on such a thread, without leaving it current. Some
+/// runtime calls (cudaMemRangeGetAttribute, on CUDA 13.0) do not make one current at all and fail
+/// with cudaErrorDeviceUninitialized instead. One cuCtxGetCurrent when a context is current.
+class current_device_scope {
+ public:
+  explicit current_device_scope(int ordinal = -1) {
+    if (CURT_LIKELY(current_context() != nullptr)) return;
+    enter(ordinal);
+  }
+
+ private:
+  friend class stream_context_scope;
+  struct deferred {};
+  explicit current_device_scope(deferred) noexcept {}  // enter() later, when needed
+  CURT_COLD void enter(int ordinal) {
+    if (ordinal < 0) check(cudaGetDevice(&ordinal), "cudaGetDevice", __FILE__, __LINE__);
+    CUdevice device = 0;
+    CURT_DRIVER_CALL(cuDeviceGet, 2000, &device, ordinal);
+    pushed_.push(primary_.retain(device));
+  }
+
+  retained_primary_context primary_;  // declared first: popped before it is released
+  pushed_context pushed_;
+};
+
+/// On a thread with no current context, a runtime call on a stream would first make the current
+/// device's (device 0's) primary context current and leave it so: this makes the stream's own
+/// context current for the scope instead (for a default stream, which names no context, the
+/// runtime's current device's primary context, as the runtime would). One cuCtxGetCurrent when a
+/// context is current.
+class stream_context_scope {
+ public:
+  explicit stream_context_scope(cudaStream_t stream) {
+    if (CURT_LIKELY(current_context() != nullptr)) return;
+    if (CUcontext context = stream_context(stream))
+      pushed_.push(context);
+    else
+      default_stream_.enter(-1);
+  }
+
+ private:
+  pushed_context pushed_;
+  current_device_scope default_stream_{current_device_scope::deferred{}};
 };
 
 }  // namespace detail

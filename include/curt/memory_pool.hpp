@@ -183,20 +183,10 @@ CURT_COLD inline std::string describe_pool_call(const char* function, const std:
 /// pool's device, else that of the runtime's current device; a pushed context is popped at the
 /// end. (The runtime would otherwise make device 0's primary context current and leave it so.)
 /// One cuCtxGetCurrent when a context is current.
-class pool_context_scope {
+class pool_context_scope : public current_device_scope {
  public:
-  explicit pool_context_scope(memory_location where) {
-    if (CURT_LIKELY(current_context() != nullptr)) return;
-    int ordinal = where.is_device() ? where.id() : -1;
-    if (ordinal < 0) check(cudaGetDevice(&ordinal), "cudaGetDevice", __FILE__, __LINE__);
-    CUdevice device = 0;
-    CURT_DRIVER_CALL(cuDeviceGet, 2000, &device, ordinal);
-    pushed_.push(primary_.retain(device));
-  }
-
- private:
-  retained_primary_context primary_;  // declared first: popped before it is released
-  pushed_context pushed_;
+  explicit pool_context_scope(memory_location where)
+      : current_device_scope(where.is_device() ? where.id() : -1) {}
 };
 
 /// The stream of the current context that curt's synchronous pool allocations use: waiting for

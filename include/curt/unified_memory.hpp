@@ -19,9 +19,12 @@
 // or prefetch on a stream that is not being captured.
 //
 // Contexts: prefetch runs in the stream's context on a thread with none current. advise() and
-// the queries have no stream and are passed to the runtime as they are: on a thread with no
-// current context the runtime first makes the current device's primary context current, as the
-// raw calls would.
+// the queries have no stream: on a thread with no current context they run in the primary
+// context of the runtime's current device, popped afterwards. (CUDA 13.0's range queries do not
+// make one current themselves: on such a thread they fail with cudaErrorDeviceUninitialized.)
+//
+// Read-mostly advice ignores its location, but CUDA 13.0 refuses one that is none()
+// (cudaErrorInvalidValue): curt passes host() for read-mostly advice given none().
 #pragma once
 
 #include <curt/detail/config.hpp>
@@ -123,6 +126,7 @@ inline memory_location range_location(const void* pointer, std::size_t bytes,
   void* data[2] = {&type, &id};
   std::size_t sizes[2] = {sizeof type, sizeof id};
   cudaMemRangeAttribute attributes[2] = {type_attribute, id_attribute};
+  current_device_scope in_context;
   cudaError_t status =
       cudaMemRangeGetAttributes(data, sizes, attributes, 2, pointer, bytes);
   if (CURT_UNLIKELY(status != cudaSuccess))
@@ -174,8 +178,13 @@ void prefetch(const Range& range, memory_location location, stream_ref stream) {
 inline void advise(const void* pointer, std::size_t bytes, memory_advice advice,
                    memory_location location) {
   if (bytes == 0) return;
-  cudaError_t status = cudaMemAdvise(pointer, bytes, static_cast<cudaMemoryAdvise>(advice),
-                                     location.native());
+  cudaMemLocation native = location.native();
+  if ((advice == memory_advice::set_read_mostly || advice == memory_advice::unset_read_mostly) &&
+      location.is_none())
+    native = memory_location::host().native();  // ignored, but must be valid
+  detail::current_device_scope in_context;
+  cudaError_t status =
+      cudaMemAdvise(pointer, bytes, static_cast<cudaMemoryAdvise>(advice), native);
   if (CURT_UNLIKELY(status != cudaSuccess))
     detail::throw_unified(status, detail::range_call("cudaMemAdvise", bytes,
                                                      detail::advice_name(advice),
@@ -192,6 +201,7 @@ void advise(const Range& range, memory_advice advice, memory_location location =
 /// Whether the whole range has read-mostly advice.
 inline bool is_read_mostly(const void* pointer, std::size_t bytes) {
   int value = 0;
+  detail::current_device_scope in_context;
   cudaError_t status = cudaMemRangeGetAttribute(&value, sizeof value,
                                                 cudaMemRangeAttributeReadMostly, pointer, bytes);
   if (CURT_UNLIKELY(status != cudaSuccess))
@@ -239,6 +249,7 @@ memory_location last_prefetch_location(const Range& range) {
 inline location_list accessed_by(const void* pointer, std::size_t bytes) {
   std::size_t capacity = static_cast<std::size_t>(device_count()) + 1;  // every device and the host
   std::unique_ptr<int[]> ids(new int[capacity]);
+  detail::current_device_scope in_context;
   cudaError_t status = cudaMemRangeGetAttribute(ids.get(), capacity * sizeof(int),
                                                 cudaMemRangeAttributeAccessedBy, pointer, bytes);
   if (CURT_UNLIKELY(status != cudaSuccess))

@@ -1,13 +1,8 @@
-// Attack claim, not yet run on a GPU (kept here so that the next GPU check reproduces or refutes
-// it): curt::fill with a value whose bytes differ (cuMemsetD32Async / D16Async, a
-// driver call) on a default stream, from a thread with no current context.
-//
-// stream_context_scope cannot find the context of a default-stream pseudo-handle on a thread with
-// none (cuStreamGetCtx fails; detail::stream_context says so), so nothing is pushed, and the driver
-// memset then runs with no current context: CUDA_ERROR_INVALID_CONTEXT. The same fill with a
-// uniform-byte value (cudaMemsetAsync, a runtime call) and curt::memset work there, as the raw
-// runtime calls do. The test expects fill to behave as the runtime memset does: succeed and write
-// the value.
+// curt::fill with a value whose bytes differ (cuMemsetD32Async / D16Async, a driver call) on a
+// default stream, from a thread with no current context. Such a stream names no context
+// (cuStreamGetCtx fails), so curt runs the call in the runtime's current device's primary
+// context, as the runtime would for its own memset, and pops it afterwards. Before that fix the
+// driver memset ran with no context: CUDA_ERROR_INVALID_CONTEXT (seen on the H200).
 #include <catch.hpp>
 #include <expect.hpp>
 #include <isolation.hpp>
@@ -48,6 +43,10 @@ std::vector<float> fill_on_fresh_thread(bool per_thread, float value, std::size_
       curt::fill(b, value, s);
     } catch (const std::exception& e) {
       error = e.what();
+      return;
+    }
+    if (curt_test::current_context() != nullptr) {
+      error = "curt::fill left a context current on a thread that had none";
       return;
     }
     std::vector<float> host(n, -1.0f);

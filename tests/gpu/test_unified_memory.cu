@@ -3,9 +3,11 @@
 // accessed-by) is read back as set and as unset; data stays intact through all of it; a
 // prefetch on a capturing stream is refused with a clear error and the capture stays valid
 // (a kernel captured after it runs when the graph is launched); a prefetch of memory that is
-// not managed is refused by the runtime, explained.
+// not managed is refused by the runtime, explained; on a thread with no current context the
+// advice and the queries work and leave none current.
 #include <catch.hpp>
 #include <expect.hpp>
+#include <isolation.hpp>
 #include <kernels.cuh>
 
 #include <curt/copy.hpp>
@@ -205,6 +207,37 @@ TEST_CASE("prefetching memory that is not managed is refused by the runtime, exp
   }
   CHECK(refused);
   s.synchronize();  // the stream is unharmed
+}
+
+TEST_CASE("on a thread with no current context, advice, range queries and pointer attributes "
+          "work and leave none current") {
+  curt::device d(0);
+  curt::stream s(d);
+  std::size_t n = random_size();
+  std::vector<float> x = curt_test::random_floats(n);
+  curt::managed_buffer<float> m(d, n);
+  std::memcpy(m.data(), x.data(), m.size_bytes());
+  curt::prefetch(m, curt::memory_location::device(d), s);
+  s.synchronize();
+  curt_test::on_fresh_thread([&] {
+    REQUIRE(curt_test::current_context() == nullptr);
+    CHECK(curt::last_prefetch_location(m) == curt::memory_location::device(d));
+    CHECK(curt_test::current_context() == nullptr);
+    CHECK_FALSE(curt::is_read_mostly(m));
+    CHECK(curt_test::current_context() == nullptr);
+    curt::advise(m, curt::memory_advice::set_read_mostly);  // no location: curt passes one
+    CHECK(curt_test::current_context() == nullptr);
+    CHECK(curt::is_read_mostly(m));
+    curt::advise(m, curt::memory_advice::unset_read_mostly);
+    CHECK_FALSE(curt::is_read_mostly(m));
+    curt::advise(m, curt::memory_advice::set_preferred_location, curt::memory_location::device(d));
+    CHECK(curt::preferred_location(m) == curt::memory_location::device(d));
+    curt::advise(m, curt::memory_advice::set_accessed_by, curt::memory_location::device(d));
+    CHECK(curt::accessed_by(m).contains(curt::memory_location::device(d)));
+    CHECK(curt::pointer_attributes(m.data()).kind == curt::memory_kind::managed);
+    CHECK(curt_test::current_context() == nullptr);
+  });
+  require_values(m, x);
 }
 
 TEST_CASE("memory locations describe themselves and compare by type and id") {
