@@ -93,7 +93,9 @@ enum class source_access : int {
   /// In stream order, after the work before the copy on the stream.
   stream = cudaMemcpySrcAccessOrderStream,
   /// Before submit() returns: the source may be overwritten or freed as soon as submit() returns
-  /// (stack variables, reused staging memory). Nothing earlier on the stream may touch it.
+  /// (stack variables, reused staging memory). Nothing earlier on the stream may touch it. CUDA
+  /// 13.0 breaks this promise for copies of more than 64 KiB; for a batch holding one, submit()
+  /// waits until the stream has done the batch (see detail::during_api_call_checked_bytes).
   during_api_call = cudaMemcpySrcAccessOrderDuringApiCall,
   /// At any time until the copy is done, also after submit() returns (memory from malloc that
   /// lives on). Nothing earlier on the stream may touch it.
@@ -322,6 +324,27 @@ CURT_COLD inline std::string batch_capture_note(cudaStream_t stream, std::size_t
 
 }  // namespace detail
 
+namespace detail {
+// CUDA 13.0 (driver 580, H200) does not keep source_access::during_api_call's promise for a copy
+// of more than 64 KiB: measured, a pageable source overwritten as soon as the batch call returned
+// was read after it, on an idle stream as on a busy one; up to 64 KiB every copy had read its
+// source in time (measured with 1D batches; curt treats 3D batches alike). So a batch holding a
+// larger during_api_call copy waits, before submit() returns, until the stream has done the
+// batch (and so the work before it too).
+inline constexpr std::size_t during_api_call_checked_bytes = std::size_t(64) << 10;
+
+inline void wait_for_sources(cudaStream_t stream, const char* call) {
+  cudaError_t status = cudaStreamSynchronize(stream);
+  if (CURT_UNLIKELY(status != cudaSuccess))
+    throw_error(make_error_code(status),
+                std::string(call) + ": cudaStreamSynchronize(stream)",
+                location(__FILE__, __LINE__),
+                "the wait for a during_api_call copy's source to be read (CUDA 13.0 may read "
+                "sources of more than 64 KiB after the call returns) found an error of the "
+                "stream's work");
+}
+}  // namespace detail
+
 /// A batch of 1D copies between any memory (device, pinned, pageable, managed), submitted with
 /// one cuMemcpyBatchAsync. Copies within a batch run in no particular order: no copy may read what
 /// another writes. Build once and submit as often as needed, or clear() and refill (the storage is
@@ -341,6 +364,10 @@ class copy_batch {
     static_assert(detail::is_range_v<Destination> && detail::is_range_v<Source>,
                   "curt::copy_batch::add(destination, source): both need data() and size(); "
                   "for pointers use add(destination, source, count) or add_bytes()");
+    static_assert(detail::outlives_call_v<Destination&&> && detail::outlives_call_v<Source&&>,
+                  "curt::copy_batch::add: a temporary that owns its elements (a std::vector, a "
+                  "curt buffer) is freed at the end of the statement, before submit() copies it; "
+                  "give it a name so that it lives until the copies are done");
     using D = detail::element_of_t<Destination>;
     using S = detail::element_of_t<Source>;
     static_assert(!std::is_const_v<D>, "curt::copy_batch::add: the destination is read-only");
@@ -392,6 +419,9 @@ class copy_batch {
     destinations_.push_back_reserved(detail::batch_deviceptr(destination));
     sources_.push_back_reserved(detail::batch_deviceptr(source));
     sizes_.push_back_reserved(bytes);
+    waits_for_sources_ = waits_for_sources_ ||
+                         (attributes.order() == source_access::during_api_call &&
+                          bytes > detail::during_api_call_checked_bytes);
     ++added_;
     return *this;
   }
@@ -415,6 +445,7 @@ class copy_batch {
         reinterpret_cast<CUmemcpyAttributes_v1*>(const_cast<cudaMemcpyAttributes*>(attributes_.data())),
         const_cast<std::size_t*>(attribute_starts_.data()), attributes_.size(), &failed, handle);
     if (CURT_UNLIKELY(status != CUDA_SUCCESS)) throw_failed(status, failed);
+    if (waits_for_sources_) detail::wait_for_sources(handle, call);
   }
 
   /// Forgets every copy; keeps the storage.
@@ -426,6 +457,7 @@ class copy_batch {
     attribute_starts_.clear();
     skipped_.clear();
     added_ = 0;
+    waits_for_sources_ = false;
   }
   /// Room for `copies` copies (and as many attribute runs), so that adding them allocates nothing.
   void reserve(std::size_t copies) {
@@ -535,6 +567,7 @@ class copy_batch {
   detail::batch_array<std::size_t> attribute_starts_;  // ...the call index each starts at
   detail::batch_array<std::size_t> skipped_;  // numbers of the empty copies, left out of the call
   std::size_t added_ = 0;
+  bool waits_for_sources_ = false;  // holds a during_api_call copy of more than 64 KiB
 };
 
 /// A box of T in memory for copy_3d_batch: rows of elements, layers of rows. The row pitch is
@@ -619,6 +652,11 @@ class copy_3d_batch {
     element_sizes_.reserve_one_more();
     operations_.push_back_reserved(op);
     element_sizes_.push_back_reserved(sizeof(T));
+    constexpr std::size_t limit = detail::during_api_call_checked_bytes;  // without overflow:
+    const bool larger = row_bytes > limit || size.height > limit / row_bytes ||
+                        size.depth > limit / (row_bytes * size.height);
+    waits_for_sources_ = waits_for_sources_ ||
+                         (attributes.order() == source_access::during_api_call && larger);
     ++added_;
     return *this;
   }
@@ -639,6 +677,7 @@ class copy_3d_batch {
             reinterpret_cast<const CUDA_MEMCPY3D_BATCH_OP_v1*>(operations_.data())),
         &failed, 0, handle);
     if (CURT_UNLIKELY(status != CUDA_SUCCESS)) throw_failed(status, failed);
+    if (waits_for_sources_) detail::wait_for_sources(handle, call);
   }
 
   void clear() noexcept {
@@ -646,6 +685,7 @@ class copy_3d_batch {
     element_sizes_.clear();
     skipped_.clear();
     added_ = 0;
+    waits_for_sources_ = false;
   }
   void reserve(std::size_t copies) {
     operations_.reserve(copies);
@@ -764,6 +804,7 @@ class copy_3d_batch {
   detail::batch_array<std::size_t> element_sizes_;  // sizeof(T) of each, for messages
   detail::batch_array<std::size_t> skipped_;
   std::size_t added_ = 0;
+  bool waits_for_sources_ = false;  // holds a during_api_call copy of more than 64 KiB
 };
 
 namespace detail {

@@ -326,6 +326,7 @@ void copy_to_pitched(pitched_owner<T, D>& dst, const Range& src, cudaStream_t st
 template <bool PerThreadDefault, class T, int D, class Range>
 void copy_from_pitched(Range&& dst, const pitched_owner<T, D>& src, cudaStream_t stream,
                        bool on_stream) {
+  static_assert(outlives_call_v<Range&&>, CURT_DETAIL_TEMPORARY_COPY_OPERAND);
   static_assert(is_range_v<Range>,
                 "curt::copy: the destination must be a contiguous range with data() and size(), "
                 "or a pitched buffer");

@@ -11,6 +11,7 @@
 //   std::vector, std::array.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -50,5 +51,20 @@ using range_value_t = std::remove_cv_t<element_of_t<R>>;
 /// Whether R (possibly a reference type) is a range with data() and size().
 template <class R>
 inline constexpr bool is_range_v = has_data_and_size<std::remove_reference_t<R>>::value;
+
+template <class R>
+struct is_std_array : std::false_type {};
+template <class T, std::size_t N>
+struct is_std_array<std::array<T, N>> : std::true_type {};
+
+/// Whether a range passed as `R&&` (R deduced) still exists after the call returns: an lvalue,
+/// or a temporary view (trivially copyable, not a std::array) of elements that live elsewhere.
+/// A temporary std::vector, std::array or curt buffer owns its elements and frees them at the
+/// end of the full expression, before an asynchronous copy reads or writes them.
+template <class R>
+inline constexpr bool outlives_call_v =
+    std::is_lvalue_reference_v<R> ||
+    (std::is_trivially_copyable_v<std::remove_cv_t<std::remove_reference_t<R>>> &&
+     !is_std_array<std::remove_cv_t<std::remove_reference_t<R>>>::value);
 
 }  // namespace curt::detail
