@@ -109,6 +109,7 @@ int run(std::size_t n) {
   // 3. One batch of K copies: the chunks of `result` land in reverse order in `gathered`.
   const std::size_t chunks = 8, chunk = n / chunks;
   curt::device_buffer<float> gathered(gpu, chunks * chunk);
+  curt::fill(gathered, std::nanf(""), stream);  // poisoned: a chunk not copied shows
   curt::copy_batch batch;
   for (std::size_t k = 0; k < chunks; ++k)
     batch.add(curt::span(gathered, (chunks - 1 - k) * chunk, chunk),

@@ -13,7 +13,8 @@
 //   free x only after the importer has freed y      <--"done"--
 //
 // Rules (CUDA's): only pools made with memory_pool_properties::exportable() can be exported (a
-// default pool cannot); an imported pool cannot allocate; an importer's devices other than the
+// default pool cannot); a pool's handle is exported before any of its pointers (CUDA 13.0 refuses
+// export_pointer with cudaErrorInvalidValue until then); an imported pool cannot allocate; an importer's devices other than the
 // pool's own have no access until it calls set_access() on its imported pool; the importer must
 // free an imported allocation before the exporter frees it. CUDA is not fork-safe: start the
 // other process with fork+exec (or posix_spawn), never a bare fork, once CUDA is in use.
@@ -142,7 +143,8 @@ inline cudaMemPool_t import_memory_pool_handle(const posix_fd& fd, memory_locati
 }
 
 /// The data another process needs to import this allocation from its imported pool (64 opaque
-/// bytes, not a handle: send them any way). The allocation must come from an exported pool.
+/// bytes, not a handle: send them any way). The allocation must come from an exportable pool
+/// whose handle was exported already (memory_pool::export_handle()).
 inline cudaMemPoolPtrExportData export_pointer(const void* allocation) {
   cudaMemPoolPtrExportData data{};
   cudaError_t status = cudaSuccess;
@@ -150,7 +152,14 @@ inline cudaMemPoolPtrExportData export_pointer(const void* allocation) {
     detail::pool_context_scope in(memory_location::none());
     status = cudaMemPoolExportPointer(&data, const_cast<void*>(allocation));
   }
-  detail::check_call(status, "cudaMemPoolExportPointer", {"pointer"}, __FILE__, __LINE__);
+  if (CURT_UNLIKELY(status != cudaSuccess))
+    detail::throw_error(make_error_code(status), "cudaMemPoolExportPointer(pointer)",
+                        detail::location(__FILE__, __LINE__),
+                        status == cudaErrorInvalidValue
+                            ? "the pointer must be the start of an allocation from a pool made "
+                              "exportable(), and the pool's handle must have been exported "
+                              "(export_handle()) before any of its pointers"
+                            : "");
   return data;
 }
 /// In the buffer's stream's context: a thread with no current context wakes no other device.

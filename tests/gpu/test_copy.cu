@@ -405,7 +405,8 @@ TEST_CASE("pointer attributes tell every kind of memory, its device and its pool
   CHECK(info.kind == curt::memory_kind::unregistered);
   CHECK(info.device == -2);  // cudaInvalidDeviceId
   CHECK(info.device_pointer == nullptr);
-  CHECK(info.host_pointer == nullptr);
+  // CUDA 13.0 on the H200 gives the pointer itself (measured); the documentation names no value.
+  CHECK((info.host_pointer == pageable.data() || info.host_pointer == nullptr));
   CHECK(info.pool == nullptr);
 
   // Stream-ordered memory names its pool.

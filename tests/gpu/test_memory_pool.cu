@@ -75,6 +75,9 @@ void host_device_round_trip(curt::memory_pool_ref pool, curt::stream& s) {
   curt::async_buffer<int> out = pool.allocate<int>(std::size_t(n), s);
   REQUIRE(in.size() == std::size_t(n));
   REQUIRE(in.size_bytes() == std::size_t(n) * sizeof(int));
+  // compute-sanitizer's initcheck does not see the host's stores into pool memory: a device
+  // memset first, so that what the kernel reads counts as written there too.
+  CURT_CHECK(cudaMemsetAsync(in.data(), 0, in.size_bytes(), s));
   s.synchronize();  // the allocations are done: the host may touch them
   std::memcpy(in.data(), values.data(), in.size_bytes());
   std::memset(out.data(), 0xFF, out.size_bytes());  // poison
@@ -400,12 +403,14 @@ TEST_CASE("async_buffer frees on its stream, in stream order, or on another stre
 
   SECTION("destroyed while its stream is blocked: the free waits for the kernel before it") {
     curt_test::host_gate gate;
-    gate.block(s);
     {
       curt::async_buffer<int> b = pool.allocate<int>(std::size_t(n), s);
       CHECK(b.stream() == s);
+      // The launch before the gate: under compute-sanitizer a launch may wait for its kernel,
+      // which behind a closed gate would wait for the gate's timeout.
       curt::launch(s, config_for(n), fill, b.data(), n, value);
-    }  // cudaFreeAsync on s, after the kernel; nothing waits here
+      gate.block(s);
+    }  // cudaFreeAsync on s, after the kernel and the gate; nothing waits here
     CHECK_FALSE(s.ready());
     gate.open();
     s.synchronize();
