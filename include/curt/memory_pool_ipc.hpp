@@ -8,15 +8,15 @@
 //   auto x = pool.allocate<float>(n, stream);
 //   stream.synchronize();   // or an IPC event: the allocation must be done before the importer uses it
 //   cudaMemPoolPtrExportData data = curt::export_pointer(x);   --64 bytes-->
-//                                                         auto y = curt::import_pointer<float>(pool, data, n);
-//                                                         ... use y; destroy it (cudaFree) ...
+//                                                         auto y = curt::import_pointer<float>(pool, data, n, stream);
+//                                                         ... use y; destroy it; stream.synchronize() ...
 //   free x only after the importer has freed y      <--"done"--
 //
 // Rules (CUDA's): only pools made with memory_pool_properties::exportable() can be exported (a
 // default pool cannot); a pool's handle is exported before any of its pointers (CUDA 13.0 refuses
-// export_pointer with cudaErrorInvalidValue until then); an imported pool cannot allocate; an importer's devices other than the
-// pool's own have no access until it calls set_access() on its imported pool; the importer must
-// free an imported allocation before the exporter frees it. CUDA is not fork-safe: start the
+// export_pointer with cudaErrorInvalidValue until then); an imported pool cannot allocate; an
+// importer's devices other than the pool's own have no access until it calls set_access() on its
+// imported pool; the importer must free an imported allocation before the exporter frees it. CUDA is not fork-safe: start the
 // other process with fork+exec (or posix_spawn), never a bare fork, once CUDA is in use.
 #pragma once
 
@@ -170,72 +170,30 @@ cudaMemPoolPtrExportData export_pointer(const async_buffer<T>& buffer) {
   return export_pointer(allocation);
 }
 
-namespace detail {
-struct imported_memory_kind {
-  static constexpr const char* name = "imported_buffer";
-  static constexpr bool host_iterable = false;
-  using place = memory_location;  // the imported pool's, for the context of the free
-  static void free(void* p, memory_location where) noexcept {
-    try {
-      pool_context_scope in(where);
-      check_noexcept(cudaFree(p), "cudaFree(imported_buffer)", __FILE__, __LINE__);
-    } catch (const std::exception& error) {  // no context could be made current
-      handle_error(error);
-    }
-  }
-};
-}  // namespace detail
-
-/// An allocation imported from another process's pool: `size()` elements of T, freed (cudaFree)
-/// when destroyed or by free(). Free it before the exporting process frees the allocation; the
-/// free does not wait for work that still uses it: synchronize that work first. Move-only; an
-/// empty, moved-from, released or freed one holds nothing and data() throws saying which.
-template <class T>
-class imported_buffer : public detail::memory_owner<T, detail::imported_memory_kind> {
-  using base = detail::memory_owner<T, detail::imported_memory_kind>;
-
- public:
-  explicit imported_buffer(no_handle_t) noexcept : base(detail::handle_state::empty) {}
-  imported_buffer(imported_buffer&&) noexcept = default;
-  imported_buffer& operator=(imported_buffer&&) noexcept = default;
-
-  /// Frees now (cudaFree; no wait for work that still uses it).
-  void free() {
-    memory_location where = this->place();
-    T* p = this->take_for_free("free()");
-    if (p == nullptr) return;
-    detail::pool_context_scope in(where);
-    detail::check(cudaFree(p), "cudaFree(imported_buffer)", __FILE__, __LINE__);
-  }
-
- private:
-  template <class U>
-  friend imported_buffer<U> import_pointer(memory_pool_ref, const cudaMemPoolPtrExportData&,
-                                           std::size_t);
-
-  imported_buffer(T* data, std::size_t count, memory_location where) noexcept
-      : base(data, count, where) {}
-};
-
 /// Imports `count` elements of T that another process exported (export_pointer) from the pool
-/// `imported_pool` was imported from. Use it only once the exporter's allocation is done (it
-/// synchronized, or an IPC event says so).
+/// `imported_pool` was imported from, as an async_buffer freed on `stream` (cudaFreeAsync, after
+/// the work on `stream` before it; with cudaFree instead, compute-sanitizer reports imported
+/// pointers leaked). Use it only once the exporter's allocation is done (it
+/// synchronized, or an IPC event says so), and free it (then synchronize `stream`) before the
+/// exporter frees its allocation.
 template <class T>
-imported_buffer<T> import_pointer(memory_pool_ref imported_pool,
-                                  const cudaMemPoolPtrExportData& data, std::size_t count) {
+async_buffer<T> import_pointer(memory_pool_ref imported_pool,
+                               const cudaMemPoolPtrExportData& data, std::size_t count,
+                               stream_ref stream) {
   cudaMemPool_t pool = imported_pool.get();
+  cudaStream_t s = stream.get();
   (void)detail::pool_bytes(count, sizeof(T), "curt::import_pointer<T>");
   void* p = nullptr;
   cudaMemPoolPtrExportData copy = data;  // CUDA takes it by non-const pointer
   cudaError_t status = cudaSuccess;
   {
-    detail::pool_context_scope in(imported_pool.location());
+    detail::stream_context_scope in(s);
     status = cudaMemPoolImportPointer(&p, pool, &copy);
   }
   if (CURT_UNLIKELY(status != cudaSuccess))
     detail::throw_pool_call(status, "cudaMemPoolImportPointer", imported_pool.describe(),
                             {{"elements", static_cast<long long>(count)}}, __FILE__, __LINE__);
-  return imported_buffer<T>(static_cast<T*>(p), count, imported_pool.location());
+  return async_buffer<T>::adopt(static_cast<T*>(p), count, stream);
 }
 
 }  // namespace curt

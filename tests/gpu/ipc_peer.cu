@@ -55,15 +55,16 @@ void serve(int socket, ipc_test::reply& r) {
   }
 
   {
-    curt::imported_buffer<int> in = curt::import_pointer<int>(pool, q.in, std::size_t(q.n));
-    curt::imported_buffer<int> out = curt::import_pointer<int>(pool, q.out, std::size_t(q.n));
+    curt::async_buffer<int> in = curt::import_pointer<int>(pool, q.in, std::size_t(q.n), s);
+    curt::async_buffer<int> out = curt::import_pointer<int>(pool, q.out, std::size_t(q.n), s);
     std::vector<int> values(static_cast<std::size_t>(q.n));
     CURT_CHECK(cudaMemcpyAsync(values.data(), in.data(), in.size_bytes(), cudaMemcpyDeviceToHost, s));
     curt::launch(s, curt::launch_config(dim3(static_cast<unsigned>((q.n + 255) / 256)), dim3(256)),
                  affine, static_cast<const int*>(in.data()), out.data(), q.n, q.a, q.b);
     s.synchronize();
     for (int v : values) r.sum_read += v;
-  }  // both imported pointers freed (cudaFree) before the reply: the parent frees after it
+  }  // both imported pointers freed on s (cudaFreeAsync)...
+  s.synchronize();  // ...and done before the reply: the parent frees after it
   r.ok = 1;
 }
 

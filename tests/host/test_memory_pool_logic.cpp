@@ -107,9 +107,6 @@ TEST_CASE("pool owners and buffers that hold nothing say which", "[memory_pool]"
       [&] { (void)curt::async_buffer<int>::adopt(nullptr, 3, fake_stream()); },
       cudaErrorInvalidValue, {"adopt(null, 3", "count of 0"});
 
-  curt::imported_buffer<int> imported(curt::no_handle);
-  curt_test::require_cuda_error([&] { (void)imported.data(); }, cudaErrorInvalidResourceHandle,
-                                {"imported_buffer", "empty"});
 }
 
 TEST_CASE("posix_fd owns a descriptor and fails loudly without one", "[memory_pool][ipc]") {
