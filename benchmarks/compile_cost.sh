@@ -189,7 +189,10 @@ else
   for header in "$root"/include/curt/*.hpp; do
     name=$(basename "$header" .hpp)
     names+=("$name")
-    printf '#include <curt/%s.hpp>\n' "$name" >"$work/h-$name.cpp"
+    # memory_resource.hpp requires CCCL's experimental switch, which the user defines.
+    [ "$name" = memory_resource ] &&
+      printf '#define LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE\n' >"$work/h-$name.cpp"
+    printf '#include <curt/%s.hpp>\n' "$name" >>"$work/h-$name.cpp"
   done
   cp "$work/baseline.cpp" "$work/h-baseline.cpp"
   echo "g++ flags: ${cxx_flags[*]} -c; each TU includes one header (baseline: the default mode's)"
