@@ -118,17 +118,10 @@ else
 fi
 
 if [ $bench -eq 1 ]; then
-  for exe in "$build"/benchmarks/*_bench; do
-    [ -x "$exe" ] || continue
-    name=$(basename "$exe")
-    step "$name" "$exe" --benchmark_repetitions="${BENCH_REPETITIONS:-10}" \
-      --benchmark_enable_random_interleaving=true --benchmark_filter="${BENCH_FILTER:-.}" \
-      --benchmark_report_aggregates_only=true \
-      --benchmark_out="$logs/$name.json" --benchmark_out_format=json
-  done
-  # Compile cost of <curt/curt.hpp> against the CUDA runtime and std headers, with g++ and nvcc,
-  # and each public header alone; tables in compile_cost.log and compile_cost-headers.log.
-  step compile_cost "$root/benchmarks/compile_cost.sh"
+  # The benchmark suite (scripts/bench.sh: every *_bench, the compile cost, the report with each
+  # goal met or missed) in the same build; its report lands in LOG_DIR/bench/report.md.
+  step bench env BUILD_DIR="$build" "$root/scripts/bench.sh" -o "$logs/bench" \
+    -r "${BENCH_REPETITIONS:-10}" -f "${BENCH_FILTER:-.}"
   if [ "${COMPILE_COST_HEADERS:-0}" = 1 ]; then
     step compile_cost-headers "$root/benchmarks/compile_cost.sh" --headers
   fi

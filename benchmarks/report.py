@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Turns the JSON that curt's benchmarks write (Google Benchmark's format, median aggregates)
+into one markdown report: where it ran, the paired host-overhead table with each issue's goal
+(met or missed), GPU times and bandwidths side by side, the batched copies, the separate
+variants, and the compile cost when its log is there.
+
+  benchmarks/report.py LOG_DIR            # reads LOG_DIR/*_bench.json (and compile_cost.log)
+  benchmarks/report.py a.json b.json ...  # or the files named
+
+Prints the report; scripts/bench.sh also writes it to LOG_DIR/report.md for docs/performance.md.
+"""
+import glob
+import json
+import os
+import re
+import sys
+
+# The targets the issues set, by benchmark name: (pattern, highest curt / raw, what).
+GOALS = [
+    (r"^paired/launch/", 1.03, "launch within 3 % (hardening)"),
+    (r"^paired/event_record/", 1.03, "event record within 3 % (hardening)"),
+    (r"^paired/stream_wait", 1.03, "stream wait within 3 % (hardening)"),
+    (r"^paired/copy/", 1.02, "typed copies within 2 % (memory)"),
+    (r"^paired/(pool|current)", 1.05, "pool allocate + free within 5 % (memory)"),
+]
+
+
+def goal_for(name):
+    for pattern, limit, what in GOALS:
+        if re.search(pattern, name):
+            return limit, what
+    return None, None
+
+
+def load(paths):
+    runs = []
+    context = None
+    for path in paths:
+        with open(path) as f:
+            data = json.load(f)
+        context = context or data.get("context", {})
+        benchmarks = data.get("benchmarks", [])
+        # Medians when the run had repetitions; the single runs otherwise.
+        aggregated = any(b.get("aggregate_name") == "median" for b in benchmarks)
+        for b in benchmarks:
+            if (b.get("aggregate_name") == "median") if aggregated else b.get("run_type") == "iteration":
+                b = dict(b)
+                b["source"] = os.path.basename(path)
+                b["run_name"] = re.sub(r"/(real|manual)_time$", "", b.get("run_name", b["name"]))
+                runs.append(b)
+    return context or {}, runs
+
+
+def to_us(b):
+    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b.get("time_unit", "ns")]
+    return b["real_time"] * scale
+
+
+def header(context, paths):
+    build = context.get("library_build_type", "unknown")
+    lines = [
+        f"- device: {context.get('curt_device', 'unknown')}, CUDA driver "
+        f"{context.get('curt_cuda_driver', '?')}, runtime {context.get('curt_cuda_runtime', '?')}",
+        f"- host: {context.get('host_name', '?')}, {context.get('num_cpus', '?')} CPUs, "
+        f"date {context.get('date', '?')}",
+        f"- files: {', '.join(os.path.basename(p) for p in paths)}",
+    ]
+    if build != "release":
+        lines.append(
+            f"- Google Benchmark library build: **{build}** (not a release build): the paired "
+            "numbers are timed by curt's harness around each batch and do not include its loop; "
+            "the separate benchmarks' times do include it."
+        )
+    else:
+        lines.append("- Google Benchmark library build: release")
+    return "\n".join(lines)
+
+
+def paired_table(runs):
+    rows = [b for b in runs if b["run_name"].startswith("paired/") and "curt_over_raw" in b]
+    if not rows:
+        return ""
+    out = [
+        "| operation | raw ns | curt ns | curt / raw | goal | |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for b in sorted(rows, key=lambda b: b["run_name"]):
+        limit, what = goal_for(b["run_name"])
+        verdict = ""
+        if limit is not None:
+            verdict = ("met" if b["curt_over_raw"] <= limit else "**missed**") + f": {what}"
+        out.append(
+            f"| {b['run_name'][len('paired/'):]} | {b['raw_ns']:.1f} | {b['curt_ns']:.1f} | "
+            f"{b['curt_over_raw']:.3f} | {'' if limit is None else f'{limit:.2f}'} | {verdict} |"
+        )
+    extra = [b for b in rows if "malloc_ns" in b]
+    for b in extra:
+        out.append(
+            f"\n{b['run_name']}: `cudaMalloc` + `cudaFree` in the same run {b['malloc_ns'] / 1000:.1f} µs "
+            f"({b['malloc_over_raw']:.0f}x the raw pool pair)"
+        )
+    return "\n".join(out)
+
+
+def side_by_side(runs):
+    """Separate benchmarks named family/variant: one row per family, one column per variant."""
+    families = {}
+    for b in runs:
+        name = b["run_name"]
+        if name.startswith("paired/") or name.startswith("batch_copy/"):
+            continue
+        family, _, variant = name.rpartition("/")
+        if not family:
+            family, variant = name, "value"
+        families.setdefault(family, {})[variant] = b
+    if not families:
+        return ""
+    out = []
+    for family in sorted(families):
+        variants = families[family]
+        cells = []
+        for variant in sorted(variants):
+            b = variants[variant]
+            cell = f"{variant} {to_us(b):.3f} µs"
+            if "bytes_per_second" in b:
+                cell += f" ({b['bytes_per_second'] / 1e9:.0f} GB/s)"
+            cells.append(cell)
+        ratio = ""
+        if "raw" in variants and "curt" in variants:
+            ratio = f"{to_us(variants['curt']) / to_us(variants['raw']):.3f}"
+        elif "launch_kernel_ex" in variants and "curt" in variants:
+            ratio = f"{to_us(variants['curt']) / to_us(variants['launch_kernel_ex']):.3f}"
+        out.append(f"| {family} | {'; '.join(cells)} | {ratio} |")
+    return "\n".join(["| benchmark | median per variant | curt / raw |", "|---|---|---:|"] + out)
+
+
+def batch_table(runs):
+    rows = [b for b in runs if b["run_name"].startswith("batch_copy/")]
+    if not rows:
+        return ""
+    out = [
+        "| copies | loop of cudaMemcpyAsync GPU / host µs | raw batch GPU / host µs | "
+        "batch / loop (GPU, host) | curt / raw batch (GPU, host) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for b in rows:
+        out.append(
+            f"| {b['run_name'][len('batch_copy/'):]} | {b['loop_gpu_us']:.0f} / {b['loop_host_us']:.0f} | "
+            f"{b['raw_batch_gpu_us']:.0f} / {b['raw_batch_host_us']:.0f} | "
+            f"{b['raw_over_loop_gpu']:.2f}, {b['raw_over_loop_host']:.2f} | "
+            f"{b['curt_over_raw_gpu']:.3f}, {b['curt_over_raw_host']:.3f} |"
+        )
+    return "\n".join(out)
+
+
+def compile_cost(directory):
+    path = os.path.join(directory, "compile_cost.log") if directory else None
+    if not path or not os.path.exists(path):
+        return ""
+    with open(path) as f:
+        return "\n".join(line.rstrip() for line in f if line.startswith("|"))
+
+
+def main(argv):
+    if not argv:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    directory = argv[0] if len(argv) == 1 and os.path.isdir(argv[0]) else None
+    paths = sorted(glob.glob(os.path.join(directory, "*_bench.json"))) if directory else argv
+    if not paths:
+        print(f"report.py: no *_bench.json in {argv[0]}", file=sys.stderr)
+        return 1
+    context, runs = load(paths)
+    sections = [
+        ("Where", header(context, paths)),
+        ("Host cost per call, raw and curt alternating (medians)", paired_table(runs)),
+        ("Batched copies", batch_table(runs)),
+        ("Separate benchmarks (medians; GPU time for gpu_time/*)", side_by_side(runs)),
+        ("Compile cost", compile_cost(directory)),
+    ]
+    print("\n\n".join(f"### {title}\n\n{body}" for title, body in sections if body))
+    missed = [b["run_name"] for b in runs if b["run_name"].startswith("paired/")
+              and goal_for(b["run_name"])[0] is not None
+              and b.get("curt_over_raw", 0) > goal_for(b["run_name"])[0]]
+    if missed:
+        print(f"\nGoals missed: {', '.join(missed)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
