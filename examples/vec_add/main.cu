@@ -1,76 +1,65 @@
-// vec_add: c = a + b on the GPU, launched through curt::launch on a curt::stream twice, once as a
-// __global__ kernel and once as a device lambda, each timed with curt events and checked against
-// the CPU. Prints
-//   vec_add: N elements, max relative error E, kernel time T ms: PASSED
-// and exits with 0; 1 when a result is wrong (or CUDA failed), 77 when there is no device.
-// Usage: vec_add [N]   (default 4194304 elements)
-#include <curt/curt.hpp>
+// vec_add: c = a + b on the GPU, four ways, each checked against the CPU and timed:
+//   1. __global__ kernel   one thread per element, launched through curt::launch
+//   2. device lambda       the same as a __device__ lambda (nvcc --extended-lambda)
+//   3. float4 grid-stride  16-byte loads and stores, several per thread, a grid that fills the
+//                          device once, and a scalar tail for lengths that are not multiples of 4
+//   4. thrust::transform   the yardstick the fast kernel is measured against
+// Every variant runs at N and at the edge lengths 1, 3, 4, 5 and 1023 (fresh random inputs for
+// each), into an output poisoned with NaN first, and must match the CPU's a[i] + b[i] exactly.
+// Bandwidth counts 3 * N * 4 bytes (two floats read, one written, per element); the fast kernel's
+// goal at N = 2^28 is at least 0.97 times Thrust's.
+// Prints the result table last; its last line is "vec_add: PASSED" (exit 0) or "vec_add: FAILED"
+// (exit 1); 2 for bad arguments, 77 when there is no CUDA device.
+// Usage: vec_add [N]   (default 4194301, not a multiple of 4; 268435456 = 2^28 for bandwidth)
+#include "example.hpp"
 
-#include <cuda_runtime.h>
+#include <curt/copy.hpp>
+#include <curt/curt.hpp>
+#include <curt/memory.hpp>
+#include <curt/occupancy.hpp>
+
+#include <cuda/std/functional>
+#include <thrust/execution_policy.h>
+#include <thrust/transform.h>
 
 #include <algorithm>
-#include <cfloat>
-#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <exception>
+#include <functional>
 #include <limits>
-#include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace {
 
-// Device memory for `count` elements of T, freed when it goes out of scope. (curt has no memory
-// header yet, so the example keeps its own.)
-template <class T>
-class device_array {
- public:
-  explicit device_array(std::size_t count) : count_(count) {
-    CURT_CHECK(cudaMalloc(&data_, bytes()));
-  }
-  ~device_array() {
-    if (!data_) return;
-    cudaError_t status = cudaFree(data_);
-    if (status != cudaSuccess && status != cudaErrorCudartUnloading)
-      std::fprintf(stderr, "vec_add: cudaFree failed: %s\n", cudaGetErrorString(status));
-  }
-  device_array(const device_array&) = delete;
-  device_array& operator=(const device_array&) = delete;
-
-  T* get() const noexcept { return data_; }
-  std::size_t size() const noexcept { return count_; }
-  std::size_t bytes() const noexcept { return count_ * sizeof(T); }
-
- private:
-  std::size_t count_;
-  T* data_ = nullptr;
-};
-
 constexpr unsigned kBlockThreads = 256;
+
+// ---- 1. The hello world: one thread per element. -------------------------------------------
 
 __global__ void vec_add_kernel(const float* a, const float* b, float* c, std::size_t n) {
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i];
 }
 
-}  // namespace
-
-// How a variant puts c = a + b on the stream.
-using launch_function = void (*)(curt::stream_ref, const curt::launch_config&, const float*,
-                                 const float*, float*, std::size_t);
-
-void launch_kernel(curt::stream_ref stream, const curt::launch_config& config, const float* a,
-                   const float* b, float* c, std::size_t n) {
-  curt::launch(stream, config, vec_add_kernel, a, b, c, n);
+// Blocks of kBlockThreads threads that give every item a thread.
+unsigned blocks_for(std::size_t items) {
+  return static_cast<unsigned>(curt::ceil_div(items, std::size_t(kBlockThreads)));
 }
 
-// The same computation as a device lambda (nvcc --extended-lambda, which curt::curt turns on). An
-// extended lambda must live in a named function, so it is defined here rather than in main.
-void launch_lambda(curt::stream_ref stream, const curt::launch_config& config, const float* a,
-                   const float* b, float* c, std::size_t n) {
+void add_with_kernel(curt::stream_ref stream, const float* a, const float* b, float* c,
+                     std::size_t n) {
+  curt::launch(stream, curt::launch_config(blocks_for(n), kBlockThreads), vec_add_kernel, a, b, c,
+               n);
+}
+
+// ---- 2. The same as a device lambda. -------------------------------------------------------
+// An extended lambda must live in a named function (not in main, not in another lambda).
+void add_with_lambda(curt::stream_ref stream, const float* a, const float* b, float* c,
+                     std::size_t n) {
   curt::launch(
-      stream, config,
+      stream, curt::launch_config(blocks_for(n), kBlockThreads),
       [n] __device__(const float* x, const float* y, float* z) {
         const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
         if (i < n) z[i] = x[i] + y[i];
@@ -78,99 +67,187 @@ void launch_lambda(curt::stream_ref stream, const curt::launch_config& config, c
       a, b, c);
 }
 
-struct outcome {
-  double max_relative_error = 0.0;  // NaN when some element was not computed
-  float milliseconds = 0.0f;
-};
+// ---- 3. Fast: float4 loads, grid-stride, a grid that fills the device. ---------------------
+// Each thread loads kUnroll float4s of a and of b before it stores any: 128 bytes in flight per
+// thread, about 192 KiB per SM at the 6 blocks of 256 threads that fit (34 registers on sm_90),
+// well over the 48 KiB per SM that CUB's tuning asks for to cover the memory latency on an H200.
+// The float4s left over (fewer than kUnroll per thread) go one at a time, and the elements past
+// the last whole float4 (n % 4 of them, at most 3) are a scalar tail: no access reaches past
+// element n - 1.
+constexpr int kUnroll = 4;
 
-// Runs one variant: a warm-up launch (the first launch of a kernel loads it), then, with the
-// output poisoned, one timed launch; copies the result back and compares it with `reference`.
-outcome run_variant(launch_function launch_add, curt::stream_ref stream, curt::device device,
-                    const device_array<float>& a, const device_array<float>& b,
-                    const device_array<float>& c, const std::vector<float>& reference) {
-  const std::size_t n = c.size();
-  const curt::launch_config config{dim3(curt::ceil_div(n, kBlockThreads)), dim3(kBlockThreads)};
-  launch_add(stream, config, a.get(), b.get(), c.get(), n);
+__global__ void vec_add_float4(const float* __restrict__ a, const float* __restrict__ b,
+                               float* __restrict__ c, std::size_t n) {
+  // The caller checks that a, b and c are 16-byte aligned (cudaMalloc gives 256).
+  const float4* a4 = reinterpret_cast<const float4*>(a);
+  const float4* b4 = reinterpret_cast<const float4*>(b);
+  float4* c4 = reinterpret_cast<float4*>(c);
+  const std::size_t vectors = n / 4;  // whole float4s
+  const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
 
-  // 0xFF bytes make NaN floats: any element the timed launch leaves alone fails the comparison.
-  CURT_CHECK(cudaMemsetAsync(c.get(), 0xFF, c.bytes(), stream));
-  const curt::event start(device, curt::event_flags::timing);
-  const curt::event stop(device, curt::event_flags::timing);
-  start.record(stream);
-  launch_add(stream, config, a.get(), b.get(), c.get(), n);
-  stop.record(stream);
-
-  std::vector<float> result(n, std::numeric_limits<float>::quiet_NaN());
-  CURT_CHECK(cudaMemcpyAsync(result.data(), c.get(), c.bytes(), cudaMemcpyDeviceToHost, stream));
-  stream.synchronize();
-
-  outcome out;
-  out.milliseconds = curt::elapsed(start, stop).count();
-  for (std::size_t i = 0; i < n; ++i) {
-    const double expected = reference[i];
-    const double error = std::fabs(static_cast<double>(result[i]) - expected) /
-                         std::max(std::fabs(expected), static_cast<double>(FLT_MIN));
-    if (std::isnan(error) || error > out.max_relative_error) out.max_relative_error = error;
-    if (std::isnan(out.max_relative_error)) break;
+  // This thread's float4s are first, first + stride, first + 2 * stride, ...: kUnroll of them
+  // per trip while all kUnroll exist, then the rest one by one.
+  std::size_t i = first;
+  for (; i + (kUnroll - 1) * stride < vectors; i += kUnroll * stride) {
+    float4 x[kUnroll], y[kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      x[k] = a4[i + k * stride];
+      y[k] = b4[i + k * stride];
+    }
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k)
+      c4[i + k * stride] =
+          make_float4(x[k].x + y[k].x, x[k].y + y[k].y, x[k].z + y[k].z, x[k].w + y[k].w);
   }
-  return out;
+  for (; i < vectors; i += stride) {
+    const float4 x = a4[i], y = b4[i];
+    c4[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+  }
+
+  // The scalar tail: threads 0 .. n % 4 - 1 of block 0.
+  if (first < n - vectors * 4) {
+    const std::size_t t = vectors * 4 + first;
+    c[t] = a[t] + b[t];
+  }
 }
 
-int main(int argc, char** argv) {
-  if (curt::device_count() == 0) {
-    std::printf("no CUDA device: skipped (%s)\n", curt::no_device_reason().c_str());
-    return 77;  // the skip code CTest expects
-  }
-  std::size_t n = std::size_t(1) << 22;
-  if (argc > 1) {
-    char* end = nullptr;
-    const unsigned long long value = std::strtoull(argv[1], &end, 10);
-    if (!end || *end != '\0' || value == 0 || value > (std::size_t(1) << 30)) {
-      std::fprintf(stderr, "usage: vec_add [N], 1 <= N <= 2^30\n");
-      return 2;
-    }
-    n = static_cast<std::size_t>(value);
-  }
-  const double tolerance = 1e-6;  // a float add on the GPU and on the CPU agree exactly
+// `fill_blocks` is the grid that fills the device once (curt::grid_to_fill_device); small
+// inputs get fewer blocks, one thread per float4 at most.
+void add_with_float4(curt::stream_ref stream, unsigned fill_blocks, const float* a,
+                     const float* b, float* c, std::size_t n) {
+  const auto misaligned = [](const void* p) {
+    return reinterpret_cast<std::uintptr_t>(p) % alignof(float4) != 0;
+  };
+  if (misaligned(a) || misaligned(b) || misaligned(c))
+    throw std::invalid_argument("vec_add_float4 needs 16-byte aligned a, b and c");
+  const unsigned blocks = std::min(fill_blocks, blocks_for(curt::ceil_div(n, std::size_t(4))));
+  curt::launch(stream, curt::launch_config(blocks, kBlockThreads), vec_add_float4, a, b, c, n);
+}
 
-  try {
+// ---- 4. The yardstick: thrust::transform on the same stream. --------------------------------
+// cuda::std::plus<float> tells CUB that the operator may take copies of its arguments, which
+// lets it pick its fastest algorithm (bulk copies into shared memory on sm_90). par_nosync: no
+// synchronization after the call, like a kernel launch.
+void add_with_thrust(curt::stream_ref stream, const float* a, const float* b, float* c,
+                     std::size_t n) {
+  thrust::transform(thrust::cuda::par_nosync.on(stream.get()), a, a + n, b, c,
+                    cuda::std::plus<float>());
+}
+
+// ---- Checking. -------------------------------------------------------------------------------
+
+using add_function =
+    std::function<void(curt::stream_ref, const float*, const float*, float*, std::size_t)>;
+
+// Random inputs of n floats on the host and the device, the CPU's sum, and the output buffer.
+// Each buffer holds exactly n floats, so that the sanitizer sees any access past the end.
+struct problem {
+  problem(curt::device device, curt::stream_ref stream, std::size_t n)
+      : a(curt_example::random_values(n, -1000.0f, 1000.0f)),
+        b(curt_example::random_values(n, -1000.0f, 1000.0f)),
+        sum(n),
+        device_a(device, n),
+        device_b(device, n),
+        device_c(device, n) {
+    for (std::size_t i = 0; i < n; ++i) sum[i] = a[i] + b[i];
+    curt::copy(device_a, a, stream);
+    curt::copy(device_b, b, stream);
+  }
+  std::size_t size() const { return sum.size(); }
+  void add(const add_function& f, curt::stream_ref stream) {
+    f(stream, device_a.data(), device_b.data(), device_c.data(), size());
+  }
+
+  std::vector<float> a, b, sum;
+  curt::device_buffer<float> device_a, device_b, device_c;
+};
+
+// One checked run: c poisoned with NaN (an element the variant leaves alone stays NaN, which
+// equals nothing), one launch, c back on the host and compared with the CPU's sum. The
+// comparison is exact: a + b is one IEEE-754 single-precision addition, correctly rounded to
+// nearest-even on the GPU and on the host alike (x86-64 adds floats in SSE registers, not in
+// x87's wider ones), so both give the same float. (No sum of these inputs is subnormal, so even
+// a GPU build with -ftz=true or --use_fast_math would agree.)
+// Returns the first mismatch, described; empty when every element matches.
+std::string check(const add_function& f, curt::stream_ref stream, problem& p) {
+  curt::fill(p.device_c, std::numeric_limits<float>::quiet_NaN(), stream);
+  p.add(f, stream);
+  std::vector<float> c(p.size());
+  curt::copy(c, p.device_c, stream);
+  stream.synchronize();
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (!(c[i] == p.sum[i])) {
+      char text[160];
+      std::snprintf(text, sizeof text, "n = %zu: c[%zu] = %.9g, expected %.9g", p.size(), i,
+                    static_cast<double>(c[i]), static_cast<double>(p.sum[i]));
+      return text;
+    }
+  return {};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return curt_example::run("vec_add", "vec_add [N]   (1 <= N <= 2^30, default 4194301)", [&] {
+    const std::size_t n =
+        curt_example::size_argument(argc, argv, 1, 4194301, 1, std::size_t(1) << 30);
     const curt::device device(0);
-    curt::set_current_device(device);
+    curt::set_current_device(device);  // Thrust works on the current device
     curt::stream stream(device);
 
-    std::vector<float> a(n), b(n), reference(n);
-    std::mt19937 generator(20240611u);
-    std::uniform_real_distribution<float> distribution(-1000.0f, 1000.0f);
-    for (std::size_t i = 0; i < n; ++i) {
-      a[i] = distribution(generator);
-      b[i] = distribution(generator);
-      reference[i] = a[i] + b[i];
+    // The fast kernel's grid: as many blocks as can be resident at once, on every SM.
+    const unsigned fill_blocks = curt::grid_to_fill_device(device, vec_add_float4, kBlockThreads);
+    std::printf("vec_add: n = %zu floats; float4 kernel grid %u blocks of %u threads (%u per SM "
+                "on %d SMs)\n",
+                n, fill_blocks, kBlockThreads, fill_blocks / device.multiprocessor_count(),
+                device.multiprocessor_count());
+
+    struct variant {
+      const char* name;
+      add_function add;
+    };
+    const variant variants[] = {
+        {"__global__ kernel", add_with_kernel},
+        {"device lambda", add_with_lambda},
+        {"float4 grid-stride", [fill_blocks](curt::stream_ref s, const float* a, const float* b,
+                                             float* c, std::size_t count) {
+           add_with_float4(s, fill_blocks, a, b, c, count);
+         }},
+        {"thrust::transform (yardstick)", add_with_thrust},
+    };
+    // Edge lengths: no whole float4 (1, 3), one and no tail (4), one and a tail of 1 (5),
+    // 255 and a tail of 3 (1023).
+    const std::size_t edge_sizes[] = {1, 3, 4, 5, 1023};
+    std::string checked = "exact; also n =";
+    for (std::size_t size : edge_sizes) checked += " " + std::to_string(size);
+
+    // The yardstick copy moves as many bytes as one vec_add (n floats read twice, written once).
+    curt_example::table table(
+        "vec_add", curt_example::copy_gb_per_s(device, stream, 3 * n * sizeof(float) / 2));
+    problem main_problem(device, stream, n);
+    const double bytes = 3.0 * static_cast<double>(n) * sizeof(float);
+
+    for (const variant& v : variants) {
+      std::string mismatch = check(v.add, stream, main_problem);
+      for (std::size_t size : edge_sizes) {
+        if (!mismatch.empty()) break;
+        problem edge(device, stream, size);
+        mismatch = check(v.add, stream, edge);
+      }
+
+      // Several launches per timed sample, so that the host's time to launch the next one (a
+      // few microseconds, more for Thrust's dispatch) overlaps a kernel instead of counting
+      // as GPU time.
+      constexpr int launches = 4;
+      const double ms = curt_example::median_ms(stream, 5, [&](curt::stream_ref s) {
+                          for (int i = 0; i < launches; ++i) main_problem.add(v.add, s);
+                        }) /
+                        launches;
+      table.row(v.name, std::to_string(n), mismatch.empty(), ms, bytes,
+                mismatch.empty() ? checked : mismatch);
     }
-
-    device_array<float> d_a(n), d_b(n), d_c(n);
-    CURT_CHECK(cudaMemcpyAsync(d_a.get(), a.data(), d_a.bytes(), cudaMemcpyHostToDevice, stream));
-    CURT_CHECK(cudaMemcpyAsync(d_b.get(), b.data(), d_b.bytes(), cudaMemcpyHostToDevice, stream));
-
-    const outcome kernel = run_variant(launch_kernel, stream, device, d_a, d_b, d_c, reference);
-    const outcome lambda = run_variant(launch_lambda, stream, device, d_a, d_b, d_c, reference);
-    const bool kernel_ok = kernel.max_relative_error <= tolerance;  // false for NaN
-    const bool lambda_ok = lambda.max_relative_error <= tolerance;
-    std::printf("  __global__ kernel: max relative error %g, %.4f ms: %s\n",
-                kernel.max_relative_error, kernel.milliseconds, kernel_ok ? "ok" : "WRONG");
-    std::printf("  device lambda:     max relative error %g, %.4f ms: %s\n",
-                lambda.max_relative_error, lambda.milliseconds, lambda_ok ? "ok" : "WRONG");
-
-    const bool passed = kernel_ok && lambda_ok;
-    const double max_error =
-        std::isnan(kernel.max_relative_error) || std::isnan(lambda.max_relative_error)
-            ? std::numeric_limits<double>::quiet_NaN()
-            : std::max(kernel.max_relative_error, lambda.max_relative_error);
-    std::printf("vec_add: %zu elements, max relative error %g, kernel time %.4f ms: %s\n", n,
-                max_error, kernel.milliseconds, passed ? "PASSED" : "FAILED");
-    return passed ? 0 : 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "vec_add: %s\n", e.what());
-    std::printf("vec_add: FAILED\n");
-    return 1;
-  }
+    return table.print();
+  });
 }
