@@ -20,8 +20,7 @@
 // Usage: transpose [ROWS [COLS]]   (default 1999 x 1531, no side a multiple of 32; COLS defaults
 //   to ROWS when ROWS is given). The default matrices (12 MB each) stay in the H200's 60 MB L2;
 //   measure memory bandwidth with `transpose 8192 8192` (goal: variant 5 at 0.9x the copy
-//   kernel or better). Measured there on an H200: copy kernel 4.03 TB/s (1.00x cudaMemcpy);
-//   variant 5 0.96x the copy kernel, 4 0.88x, 3 0.43x, 2 0.14x.
+//   kernel or better; the H200's figures are in docs/performance.md).
 #include "example.hpp"
 
 #include <curt/copy.hpp>
