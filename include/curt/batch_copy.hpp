@@ -94,8 +94,8 @@ enum class source_access : int {
   stream = cudaMemcpySrcAccessOrderStream,
   /// Before submit() returns: the source may be overwritten or freed as soon as submit() returns
   /// (stack variables, reused staging memory). Nothing earlier on the stream may touch it. CUDA
-  /// 13.0 breaks this promise for copies of more than 64 KiB; for a batch holding one, submit()
-  /// waits until the stream has done the batch (see detail::during_api_call_checked_bytes).
+  /// 13.0 breaks this promise (pageable copies of more than 64 KiB were read later), so submit()
+  /// keeps it by waiting until the stream has done a batch that holds such a copy.
   during_api_call = cudaMemcpySrcAccessOrderDuringApiCall,
   /// At any time until the copy is done, also after submit() returns (memory from malloc that
   /// lives on). Nothing earlier on the stream may touch it.
@@ -325,23 +325,26 @@ CURT_COLD inline std::string batch_capture_note(cudaStream_t stream, std::size_t
 }  // namespace detail
 
 namespace detail {
-// CUDA 13.0 (driver 580, H200) does not keep source_access::during_api_call's promise for a copy
-// of more than 64 KiB: measured, a pageable source overwritten as soon as the batch call returned
-// was read after it, on an idle stream as on a busy one; up to 64 KiB every copy had read its
-// source in time (measured with 1D batches; curt treats 3D batches alike). So a batch holding a
-// larger during_api_call copy waits, before submit() returns, until the stream has done the
-// batch (and so the work before it too).
-inline constexpr std::size_t during_api_call_checked_bytes = std::size_t(64) << 10;
-
+// CUDA 13.0 (driver 580, H200) does not keep source_access::during_api_call's promise: measured,
+// a pageable source of more than 64 KiB overwritten as soon as the batch call returned was read
+// after it, on an idle stream as on a busy one (smaller pageable copies read theirs in time; other
+// kinds of memory were not measured, and a copy from pinned or device memory behind a busy stream
+// can hardly have run by then). So submit() makes the promise true itself: a batch holding a
+// during_api_call copy waits until the stream has done it (and so the work before it too). The
+// wait runs in relaxed capture mode: a capture in global mode elsewhere in the process must not
+// be invalidated by it (this stream itself is not capturing: such copies are refused there).
 inline void wait_for_sources(cudaStream_t stream, const char* call) {
-  cudaError_t status = cudaStreamSynchronize(stream);
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  check(cudaThreadExchangeStreamCaptureMode(&mode), "cudaThreadExchangeStreamCaptureMode",
+        __FILE__, __LINE__);
+  const cudaError_t status = cudaStreamSynchronize(stream);
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);  // the thread's own mode back
   if (CURT_UNLIKELY(status != cudaSuccess))
     throw_error(make_error_code(status),
                 std::string(call) + ": cudaStreamSynchronize(stream)",
                 location(__FILE__, __LINE__),
-                "the wait for a during_api_call copy's source to be read (CUDA 13.0 may read "
-                "sources of more than 64 KiB after the call returns) found an error of the "
-                "stream's work");
+                "the wait for the during_api_call copies' sources to be read (CUDA 13.0 reads "
+                "some after the call returns) found an error of the stream's work");
 }
 }  // namespace detail
 
@@ -364,10 +367,7 @@ class copy_batch {
     static_assert(detail::is_range_v<Destination> && detail::is_range_v<Source>,
                   "curt::copy_batch::add(destination, source): both need data() and size(); "
                   "for pointers use add(destination, source, count) or add_bytes()");
-    static_assert(detail::outlives_call_v<Destination&&> && detail::outlives_call_v<Source&&>,
-                  "curt::copy_batch::add: a temporary that owns its elements (a std::vector, a "
-                  "curt buffer) is freed at the end of the statement, before submit() copies it; "
-                  "give it a name so that it lives until the copies are done");
+
     using D = detail::element_of_t<Destination>;
     using S = detail::element_of_t<Source>;
     static_assert(!std::is_const_v<D>, "curt::copy_batch::add: the destination is read-only");
@@ -378,6 +378,8 @@ class copy_batch {
     const std::size_t count = static_cast<std::size_t>(destination.size());
     const std::size_t source_count = static_cast<std::size_t>(source.size());
     if (CURT_UNLIKELY(count != source_count)) refuse_size_mismatch(count, source_count, sizeof(D));
+    detail::check_kept_range<Destination>(destination, "curt::copy_batch::add: the destination");
+    detail::check_kept_range<Source>(source, "curt::copy_batch::add: the source");
     return add(destination.data(), source.data(), count, attributes);
   }
 
@@ -419,9 +421,7 @@ class copy_batch {
     destinations_.push_back_reserved(detail::batch_deviceptr(destination));
     sources_.push_back_reserved(detail::batch_deviceptr(source));
     sizes_.push_back_reserved(bytes);
-    waits_for_sources_ = waits_for_sources_ ||
-                         (attributes.order() == source_access::during_api_call &&
-                          bytes > detail::during_api_call_checked_bytes);
+    waits_for_sources_ = waits_for_sources_ || attributes.order() == source_access::during_api_call;
     ++added_;
     return *this;
   }
@@ -567,7 +567,7 @@ class copy_batch {
   detail::batch_array<std::size_t> attribute_starts_;  // ...the call index each starts at
   detail::batch_array<std::size_t> skipped_;  // numbers of the empty copies, left out of the call
   std::size_t added_ = 0;
-  bool waits_for_sources_ = false;  // holds a during_api_call copy of more than 64 KiB
+  bool waits_for_sources_ = false;  // holds a during_api_call copy
 };
 
 /// A box of T in memory for copy_3d_batch: rows of elements, layers of rows. The row pitch is
@@ -652,11 +652,7 @@ class copy_3d_batch {
     element_sizes_.reserve_one_more();
     operations_.push_back_reserved(op);
     element_sizes_.push_back_reserved(sizeof(T));
-    constexpr std::size_t limit = detail::during_api_call_checked_bytes;  // without overflow:
-    const bool larger = row_bytes > limit || size.height > limit / row_bytes ||
-                        size.depth > limit / (row_bytes * size.height);
-    waits_for_sources_ = waits_for_sources_ ||
-                         (attributes.order() == source_access::during_api_call && larger);
+    waits_for_sources_ = waits_for_sources_ || attributes.order() == source_access::during_api_call;
     ++added_;
     return *this;
   }
@@ -804,7 +800,7 @@ class copy_3d_batch {
   detail::batch_array<std::size_t> element_sizes_;  // sizeof(T) of each, for messages
   detail::batch_array<std::size_t> skipped_;
   std::size_t added_ = 0;
-  bool waits_for_sources_ = false;  // holds a during_api_call copy of more than 64 KiB
+  bool waits_for_sources_ = false;  // holds a during_api_call copy
 };
 
 namespace detail {
@@ -936,6 +932,7 @@ class prefetch_batch : public detail::managed_range_batch {
     static_assert(detail::is_range_v<Range>,
                   "curt::prefetch_batch::add: the range needs data() and size()");
     using T = detail::element_of_t<Range>;
+    detail::check_kept_range<Range>(range, "curt::prefetch_batch::add: the range");
     return add_bytes(range.data(),
                      detail::batch_checked_bytes("curt::prefetch_batch::add", added_,
                                            static_cast<std::size_t>(range.size()), sizeof(T),
@@ -978,6 +975,7 @@ class discard_batch : public detail::managed_range_batch {
     static_assert(detail::is_range_v<Range>,
                   "curt::discard_batch::add: the range needs data() and size()");
     using T = detail::element_of_t<Range>;
+    detail::check_kept_range<Range>(range, "curt::discard_batch::add: the range");
     static_assert(!std::is_const_v<T>, "curt::discard_batch::add: the range is read-only");
     return add_bytes(range.data(), detail::batch_checked_bytes("curt::discard_batch::add", added_,
                                                          static_cast<std::size_t>(range.size()),
@@ -1014,6 +1012,7 @@ class discard_and_prefetch_batch : public detail::managed_range_batch {
     static_assert(detail::is_range_v<Range>,
                   "curt::discard_and_prefetch_batch::add: the range needs data() and size()");
     using T = detail::element_of_t<Range>;
+    detail::check_kept_range<Range>(range, "curt::discard_and_prefetch_batch::add: the range");
     static_assert(!std::is_const_v<T>,
                   "curt::discard_and_prefetch_batch::add: the range is read-only");
     return add_bytes(range.data(),

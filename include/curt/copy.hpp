@@ -62,11 +62,6 @@ typedef CUresult(CUDAAPI* PFN_cuMemsetD32Async_v3020)(CUdeviceptr_v2 dstDevice, 
 #  define CURT_DETAIL_HAS_FILL_KERNEL false
 #endif
 
-#define CURT_DETAIL_TEMPORARY_COPY_OPERAND                                                    \
-  "curt::copy(dst, src, stream): a temporary that owns its elements (a std::vector, a curt "   \
-  "buffer) is freed at the end of the statement, before the stream reaches the copy; give it " \
-  "a name so that it lives until the copy is done"
-
 namespace curt {
 namespace detail {
 
@@ -166,11 +161,12 @@ void copy(Dst&& dst, const Src& src) {
 
 /// Copies src into dst on `stream` (cudaMemcpyAsync, cudaMemcpyDefault); sizes must match.
 /// Both ranges must stay alive, and the source unchanged, until the stream reaches the copy: a
-/// temporary that owns its elements (a std::vector, a curt buffer) does not compile.
+/// temporary that owns its elements (a std::vector, a curt buffer) does not compile, and one
+/// that holds them inside itself (a cuda::std::array) throws cuda_error(cudaErrorInvalidValue).
 template <class Dst, class Src>
 void copy(Dst&& dst, const Src& src, stream_ref stream) {
-  static_assert(detail::outlives_call_v<Dst&&>, CURT_DETAIL_TEMPORARY_COPY_OPERAND);
   if constexpr (detail::copyable_ranges<Dst, Src>()) {
+    detail::check_kept_range<Dst>(dst, "curt::copy(dst, src, stream): the destination");
     using T = detail::range_value_t<Dst>;
     T* d = dst.data();
     const T* s = src.data();
@@ -189,10 +185,12 @@ void copy(Dst&& dst, const Src& src, stream_ref stream) {
   }
 }
 
-/// A temporary source that owns its elements does not compile (see copy(dst, src, stream)).
-template <class Dst, class Src, std::enable_if_t<!detail::outlives_call_v<Src&&>, int> = 0>
-void copy(Dst&&, Src&&, stream_ref) {
-  static_assert(detail::outlives_call_v<Src&&>, CURT_DETAIL_TEMPORARY_COPY_OPERAND);
+/// A temporary source: refused when it owns its elements (see copy(dst, src, stream)), else
+/// copied from as a view.
+template <class Dst, class Src, std::enable_if_t<!std::is_lvalue_reference_v<Src>, int> = 0>
+void copy(Dst&& dst, Src&& src, stream_ref stream) {
+  detail::check_kept_range<Src>(src, "curt::copy(dst, src, stream): the source");
+  copy(std::forward<Dst>(dst), static_cast<const std::remove_reference_t<Src>&>(src), stream);
 }
 
 /// Sets every byte of dst's elements to `byte` on `stream` (cudaMemsetAsync). dst must be

@@ -326,7 +326,6 @@ void copy_to_pitched(pitched_owner<T, D>& dst, const Range& src, cudaStream_t st
 template <bool PerThreadDefault, class T, int D, class Range>
 void copy_from_pitched(Range&& dst, const pitched_owner<T, D>& src, cudaStream_t stream,
                        bool on_stream) {
-  static_assert(outlives_call_v<Range&&>, CURT_DETAIL_TEMPORARY_COPY_OPERAND);
   static_assert(is_range_v<Range>,
                 "curt::copy: the destination must be a contiguous range with data() and size(), "
                 "or a pitched buffer");
@@ -377,6 +376,7 @@ void copy(Range&& dst, const pitched_buffer<T>& src) {
 }
 template <class Range, class T, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
 void copy(Range&& dst, const pitched_buffer<T>& src, stream_ref stream) {
+  detail::check_kept_range<Range>(dst, "curt::copy(dst, pitched, stream): the destination");
   detail::copy_from_pitched<PerThreadDefault>(std::forward<Range>(dst), src, stream.get(), true);
 }
 template <class T, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
@@ -402,6 +402,7 @@ void copy(Range&& dst, const pitched_buffer_3d<T>& src) {
 }
 template <class Range, class T, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
 void copy(Range&& dst, const pitched_buffer_3d<T>& src, stream_ref stream) {
+  detail::check_kept_range<Range>(dst, "curt::copy(dst, pitched, stream): the destination");
   detail::copy_from_pitched<PerThreadDefault>(std::forward<Range>(dst), src, stream.get(), true);
 }
 template <class T, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>

@@ -23,8 +23,9 @@
 // context of the runtime's current device, popped afterwards. (CUDA 13.0's range queries do not
 // make one current themselves: on such a thread they fail with cudaErrorDeviceUninitialized.)
 //
-// Read-mostly advice ignores its location, but CUDA 13.0 refuses one that is none()
-// (cudaErrorInvalidValue): curt passes host() for read-mostly advice given none().
+// Read-mostly advice and unset_preferred_location ignore their location, but CUDA 13.0 refuses
+// one that is none() (cudaErrorInvalidValue, seen for read-mostly): curt passes host() for them
+// when given none().
 #pragma once
 
 #include <curt/detail/config.hpp>
@@ -179,8 +180,10 @@ inline void advise(const void* pointer, std::size_t bytes, memory_advice advice,
                    memory_location location) {
   if (bytes == 0) return;
   cudaMemLocation native = location.native();
-  if ((advice == memory_advice::set_read_mostly || advice == memory_advice::unset_read_mostly) &&
-      location.is_none())
+  const bool location_ignored = advice == memory_advice::set_read_mostly ||
+                                advice == memory_advice::unset_read_mostly ||
+                                advice == memory_advice::unset_preferred_location;
+  if (location_ignored && location.is_none())
     native = memory_location::host().native();  // ignored, but must be valid
   detail::current_device_scope in_context;
   cudaError_t status =
@@ -190,7 +193,8 @@ inline void advise(const void* pointer, std::size_t bytes, memory_advice advice,
                                                      detail::advice_name(advice),
                                                      location.describe()));
 }
-/// Advises the driver about a range's elements. `location` may be left out for read-mostly.
+/// Advises the driver about a range's elements. `location` may be left out for read-mostly
+/// advice and for unset_preferred_location.
 template <class Range>
 void advise(const Range& range, memory_advice advice, memory_location location = {}) {
   std::size_t bytes = 0;

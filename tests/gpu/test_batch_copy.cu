@@ -324,54 +324,104 @@ TEST_CASE("copy_batch: during_api_call has read pageable sources when submit() r
   batch.submit(stream);
   double submit_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   fill_random(a.pageable_source.data(), a.pageable_source.size());  // overwritten at once
-  const bool large = std::any_of(copies.begin(), copies.end(), [](const planned_copy& c) {
-    return c.bytes > curt::detail::during_api_call_checked_bytes;
-  });
-  INFO(copies.size() << " copies, " << (large ? "some" : "none") << " above 64 KiB; submit() took "
-                     << submit_ms << " ms");
-  if (large) CHECK(stream.ready());  // curt waited for the batch (CUDA 13.0 reads such late)
+  INFO(copies.size() << " copies; submit() took " << submit_ms << " ms");
+  CHECK(stream.ready());  // curt waited for the batch (CUDA 13.0 reads some sources late)
   stream.synchronize();
   verify(a, copies);  // the data from before the overwrite
 }
 
-// CUDA 13.0 reads a during_api_call source of more than 64 KiB after the call returns (measured:
-// the overwritten values arrive); curt's submit() waits for such a batch instead.
-TEST_CASE("copy_batch and copy_3d_batch: one during_api_call copy of more than 64 KiB from "
-          "pageable memory has been read when submit() returns",
+// CUDA 13.0 reads a pageable during_api_call source of more than 64 KiB after the call returns
+// (measured: the overwritten values arrive); curt's submit() waits for any batch that holds a
+// during_api_call copy, whatever its size and memory.
+TEST_CASE("copy_batch and copy_3d_batch: a during_api_call source of any size and kind has been "
+          "read when submit() returns",
           "[batch]") {
   curt::stream stream(curt::device(0));
   auto& rng = curt_test::rng();
-  const std::size_t n = std::uniform_int_distribution<std::size_t>(
-      2 * curt::detail::during_api_call_checked_bytes + 1, 4u << 20)(rng);
-  std::vector<unsigned char> source(n), model(n);
-  fill_random(source.data(), n);
-  model = source;
+  const std::size_t n = std::uniform_int_distribution<std::size_t>(128u << 10, 4u << 20)(rng);
+  std::vector<unsigned char> pageable(n), model(n);
+  pinned_bytes pinned(n);
+  fill_random(pageable.data(), n);
+  std::memcpy(pinned.get(), pageable.data(), n);
+  model = pageable;
   device_array<unsigned char> destination(n);  // poisoned
+  unsigned char* source = pageable.data();
+  std::size_t bytes = n;
+  bool three_d = false;
+  SECTION("copy_batch, pageable, more than 64 KiB") {}
+  SECTION("copy_batch, pageable, 64 KiB or less") {
+    bytes = std::uniform_int_distribution<std::size_t>(1, 64u << 10)(rng);
+  }
+  SECTION("copy_batch, pinned") { source = pinned.get(); }
+  SECTION("copy_3d_batch, pageable") {
+    three_d = true;
+    bytes = 4096 * 16 * (n / (4096 * 16));  // whole layers of 16 rows of 4096 bytes (2 or more)
+  }
   spin_kernel<<<1, 1, 0, stream>>>(100'000'000);  // busy for 100 ms
   REQUIRE(cudaGetLastError() == cudaSuccess);
-  SECTION("copy_batch") {
-    curt::copy_batch batch;
-    batch.add_bytes(destination.get(), source.data(), n, source_access::during_api_call);
-    batch.submit(stream);
-  }
-  SECTION("copy_3d_batch") {
-    // Rows of `width` bytes, a layer of 16 rows (64 KiB), as many layers as fit (2 or more).
-    const std::size_t width = 4096, depth = n / (width * 16);
-    REQUIRE(depth >= 2);
-    model.assign(source.begin(), source.begin() + width * 16 * depth);
-    model.resize(n, poison_byte);
+  if (three_d) {
+    const std::size_t width = 4096, height = 16, depth = bytes / (width * height);
     curt::copy_3d_batch batch;
-    batch.add(curt::strided_volume<unsigned char>(destination.get(), width, 16),
-              curt::strided_volume<const unsigned char>(source.data(), width, 16),
-              {width, 16, depth}, source_access::during_api_call);
+    batch.add(curt::strided_volume<unsigned char>(destination.get(), width, height),
+              curt::strided_volume<const unsigned char>(source, width, height),
+              {width, height, depth}, source_access::during_api_call);
+    batch.submit(stream);
+  } else {
+    curt::copy_batch batch;
+    batch.add_bytes(destination.get(), source, bytes, source_access::during_api_call);
     batch.submit(stream);
   }
-  fill_random(source.data(), n);  // overwritten as soon as submit() returns
+  model.resize(bytes);
+  model.resize(n, poison_byte);
+  fill_random(pageable.data(), n);  // both sources overwritten as soon as submit() returns
+  fill_random(pinned.get(), n);
   stream.synchronize();
   std::vector<unsigned char> got = destination.download();
   auto mismatch = std::mismatch(got.begin(), got.end(), model.begin());
-  INFO(n << " bytes; first difference at byte " << (mismatch.first - got.begin()));
+  INFO(bytes << " of " << n << " bytes; first difference at byte " << (mismatch.first - got.begin()));
   CHECK(mismatch.first == got.end());
+}
+
+// The wait for during_api_call sources is curt's own synchronize: it must not invalidate a
+// global-mode capture in progress on another stream (it runs in relaxed capture mode).
+TEST_CASE("copy_batch: waiting for during_api_call sources leaves a global-mode capture of "
+          "another stream intact",
+          "[batch]") {
+  curt::stream stream(curt::device(0)), capturing(curt::device(0));
+  auto& rng = curt_test::rng();
+  const std::size_t n = std::uniform_int_distribution<std::size_t>(1, 1u << 20)(rng);
+  pinned_bytes source(n);  // pinned: the copy itself is allowed beside a global capture
+  fill_random(source.get(), n);
+  const std::vector<unsigned char> model(source.get(), source.get() + n);
+  device_array<unsigned char> destination(n), captured(n);
+  const unsigned seed = static_cast<unsigned>(rng());
+  REQUIRE(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeGlobal) == cudaSuccess);
+  fill_pattern<<<8, 256, 0, capturing>>>(captured.get(), n, seed, 0);
+  curt::copy_batch batch;
+  batch.add_bytes(destination.get(), source.get(), n, source_access::during_api_call);
+  std::string error;
+  try {
+    batch.submit(stream);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(capturing, &graph);
+  INFO("submit() threw: " << error);
+  CHECK(error.empty());
+  REQUIRE(ended == cudaSuccess);
+  REQUIRE(graph != nullptr);
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
+  stream.synchronize();
+  CHECK(destination.download() == model);
+  std::vector<unsigned char> pattern_back = captured.download();
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < n; ++i) wrong += pattern_back[i] != pattern(i, seed);
+  CHECK(wrong == 0);
+  CHECK(cudaGraphExecDestroy(exec) == cudaSuccess);
+  CHECK(cudaGraphDestroy(graph) == cudaSuccess);
 }
 
 TEST_CASE("copy_batch: stream order reads what earlier work on the stream wrote", "[batch]") {

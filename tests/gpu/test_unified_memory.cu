@@ -125,6 +125,10 @@ TEST_CASE("advice is read back as set and as unset, and the data stays intact") 
     CHECK(preferred.is_host());
     curt::advise(m, curt::memory_advice::unset_preferred_location, curt::memory_location::host());
     CHECK(curt::preferred_location(m).is_none());
+    // The location is ignored for unset: it may be left out too.
+    curt::advise(m, curt::memory_advice::set_preferred_location, curt::memory_location::device(d));
+    curt::advise(m, curt::memory_advice::unset_preferred_location);
+    CHECK(curt::preferred_location(m).is_none());
     require_values(m, x);
   }
   SECTION("accessed by") {

@@ -397,3 +397,43 @@ TEST_CASE("prefetch batches: one location run per change; none and null are refu
   CHECK(both.empty());
   CHECK(both.native().location_count == 0);
 }
+
+namespace {
+// A trivially copyable range that holds its elements inside itself, as a user might write one.
+struct inline_floats {
+  float values[16];
+  float* data() { return values; }
+  const float* data() const { return values; }
+  std::size_t size() const { return 16; }
+};
+// A view of someone else's elements (trivially copyable too).
+struct float_view {
+  float* p;
+  std::size_t n;
+  float* data() const { return p; }
+  std::size_t size() const { return n; }
+};
+}  // namespace
+
+TEST_CASE("batches refuse, before any CUDA call, a temporary that holds its elements inside "
+          "itself; views and named ranges are kept",
+          "[batch]") {
+  std::vector<float> host(16, 1.0f), other(16, 2.0f);
+  curt::copy_batch batch;
+  require_cuda_error([&] { batch.add(host, inline_floats{}); }, cudaErrorInvalidValue,
+                     {"curt::copy_batch::add: the source", "inside itself", "give it a name"});
+  require_cuda_error([&] { batch.add(inline_floats{}, host); }, cudaErrorInvalidValue,
+                     {"curt::copy_batch::add: the destination", "inside itself"});
+  CHECK(batch.size() == 0);  // nothing was added by the refused calls
+  inline_floats named{};
+  batch.add(host, named).add(float_view{other.data(), 16}, float_view{host.data(), 16});
+  CHECK(batch.size() == 2);
+  CHECK(batch.native().sources[0] == address(named.values));
+
+  curt::prefetch_batch prefetch;
+  require_cuda_error([&] { prefetch.add(inline_floats{}, device0()); }, cudaErrorInvalidValue,
+                     {"curt::prefetch_batch::add: the range", "inside itself"});
+  curt::discard_batch discard;
+  require_cuda_error([&] { discard.add(inline_floats{}); }, cudaErrorInvalidValue,
+                     {"curt::discard_batch::add: the range", "inside itself"});
+}

@@ -11,8 +11,14 @@
 //   std::vector, std::array.
 #pragma once
 
+#include <curt/detail/config.hpp>
+#include <curt/error.hpp>
+
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -57,14 +63,45 @@ struct is_std_array : std::false_type {};
 template <class T, std::size_t N>
 struct is_std_array<std::array<T, N>> : std::true_type {};
 
-/// Whether a range passed as `R&&` (R deduced) still exists after the call returns: an lvalue,
-/// or a temporary view (trivially copyable, not a std::array) of elements that live elsewhere.
-/// A temporary std::vector, std::array or curt buffer owns its elements and frees them at the
-/// end of the full expression, before an asynchronous copy reads or writes them.
+/// Whether a range passed as `R&&` (R deduced) may still exist after the call returns: an
+/// lvalue, or a temporary of a type that can be a view (trivially copyable, not a std::array).
+/// A temporary std::vector, std::array or curt buffer owns its elements and frees them at the end
+/// of the full expression, before asynchronous work reads or writes them.
 template <class R>
 inline constexpr bool outlives_call_v =
     std::is_lvalue_reference_v<R> ||
     (std::is_trivially_copyable_v<std::remove_cv_t<std::remove_reference_t<R>>> &&
      !is_std_array<std::remove_cv_t<std::remove_reference_t<R>>>::value);
+
+/// Whether a range's elements lie inside the range object itself (an array of any kind, a struct
+/// holding one): such a temporary takes its elements with it at the end of the statement.
+template <class R>
+bool holds_elements_inline(const R& range) noexcept {
+  const auto first = reinterpret_cast<std::uintptr_t>(range.data());
+  const auto self = reinterpret_cast<std::uintptr_t>(std::addressof(range));
+  return first >= self && first < self + sizeof(R);
+}
+
+/// Refuses a range that asynchronous work keeps past the call (an asynchronous copy, a batch)
+/// when it is a temporary that owns its elements: at compile time when its type cannot be a view,
+/// at run time (cudaErrorInvalidValue, naming `what`) when a trivially copyable temporary holds
+/// its elements inside itself. R is the forwarding type of the call's parameter.
+template <class R>
+void check_kept_range(const std::remove_reference_t<R>& range, const char* what) {
+  static_assert(outlives_call_v<R&&>,
+                "curt: an asynchronous copy or batch keeps this range past the call, but it is a "
+                "temporary that owns its elements (a std::vector, a std::array, a curt buffer), "
+                "freed at the end of the statement; give it a name so that it lives until the "
+                "work is done");
+  if constexpr (!std::is_lvalue_reference_v<R>) {
+    if (CURT_UNLIKELY(holds_elements_inline(range)))
+      raise(cudaErrorInvalidValue, what,
+            "this temporary holds its elements inside itself (an array type, or a struct "
+            "holding one), so they are gone at the end of the statement, before the stream "
+            "reaches the work that reads or writes them; give it a name so that it lives until "
+            "the work is done",
+            __FILE__, __LINE__);
+  }
+}
 
 }  // namespace curt::detail
