@@ -8,6 +8,7 @@
 //
 // Test cases tagged [api-error] make CUDA calls fail on purpose (see test_stream.cu).
 #include <catch.hpp>
+#include <lifetime_probe.hpp>
 #include <kernels.cuh>
 #include <device_array.hpp>
 #include <expect.hpp>
@@ -84,31 +85,9 @@ class pinned_ints {
   int n_;
 };
 
-// Counts destructions of the one live copy of a callable's capture, and the thread it ran on.
-struct lifetime {
-  std::atomic<int> destroyed{0};
-  std::mutex mutex;
-  std::thread::id destroyed_on;
-};
-class probe {
- public:
-  explicit probe(std::shared_ptr<lifetime> l) : l_(std::move(l)) {}
-  probe(probe&& other) noexcept : l_(std::move(other.l_)) {}
-  probe& operator=(probe&&) = delete;
-  probe(const probe&) = delete;
-  probe& operator=(const probe&) = delete;
-  ~probe() {
-    if (!l_) return;  // moved from
-    {
-      std::lock_guard<std::mutex> lock(l_->mutex);
-      l_->destroyed_on = std::this_thread::get_id();
-    }
-    l_->destroyed.fetch_add(1);
-  }
-
- private:
-  std::shared_ptr<lifetime> l_;
-};
+using curt_test::destroyed_on;
+using curt_test::lifetime;
+using curt_test::probe;
 
 // Records what curt hands to the error handler (on any thread).
 struct handled_errors {

@@ -1,0 +1,272 @@
+// curt/detail/graph_errors.hpp: what curt says when a graph call is refused. The texts (result
+// codes, reasons, flag names) need no device and are tested without one; the diagnoses that ask
+// CUDA (a node's type and kernel, a graph's unclonable nodes, an executable's flags) run only on
+// failure, in a context made current for them, and leave no error behind.
+#pragma once
+
+#include <curt/device.hpp>
+#include <curt/error.hpp>
+#include <curt/launch.hpp>  // detail::kernel_name
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdio>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace curt::detail {
+
+// ---- messages (no CUDA calls: tested without a device) ------------------------------------------
+
+CURT_COLD inline const char* node_type_name(cudaGraphNodeType type) noexcept {
+  switch (type) {
+    case cudaGraphNodeTypeKernel: return "kernel";
+    case cudaGraphNodeTypeMemcpy: return "memcpy";
+    case cudaGraphNodeTypeMemset: return "memset";
+    case cudaGraphNodeTypeHost: return "host";
+    case cudaGraphNodeTypeGraph: return "child graph";
+    case cudaGraphNodeTypeEmpty: return "empty";
+    case cudaGraphNodeTypeWaitEvent: return "event wait";
+    case cudaGraphNodeTypeEventRecord: return "event record";
+    case cudaGraphNodeTypeExtSemaphoreSignal: return "external semaphore signal";
+    case cudaGraphNodeTypeExtSemaphoreWait: return "external semaphore wait";
+    case cudaGraphNodeTypeMemAlloc: return "memory allocation";
+    case cudaGraphNodeTypeMemFree: return "memory free";
+    case cudaGraphNodeTypeConditional: return "conditional";
+    default: return "unknown";
+  }
+}
+
+// "auto_free_on_launch | device_launch", "none"; unknown bits in hexadecimal.
+CURT_COLD inline std::string describe_instantiate_flags(unsigned long long flags) {
+  static constexpr struct {
+    unsigned long long bit;
+    const char* name;
+  } names[] = {{cudaGraphInstantiateFlagAutoFreeOnLaunch, "auto_free_on_launch"},
+               {cudaGraphInstantiateFlagUpload, "upload"},
+               {cudaGraphInstantiateFlagDeviceLaunch, "device_launch"},
+               {cudaGraphInstantiateFlagUseNodePriority, "use_node_priority"}};
+  std::string text;
+  for (const auto& n : names) {
+    if (!(flags & n.bit)) continue;
+    text += text.empty() ? "" : " | ";
+    text += n.name;
+    flags &= ~n.bit;
+  }
+  if (flags) {
+    char rest[32];
+    std::snprintf(rest, sizeof rest, "%s0x%llx", text.empty() ? "" : " | ", flags);
+    text += rest;
+  }
+  return text.empty() ? "none" : text;
+}
+
+CURT_COLD inline const char* instantiate_result_name(cudaGraphInstantiateResult result) noexcept {
+  switch (result) {
+    case cudaGraphInstantiateSuccess: return "cudaGraphInstantiateSuccess";
+    case cudaGraphInstantiateError: return "cudaGraphInstantiateError";
+    case cudaGraphInstantiateInvalidStructure: return "cudaGraphInstantiateInvalidStructure";
+    case cudaGraphInstantiateNodeOperationNotSupported:
+      return "cudaGraphInstantiateNodeOperationNotSupported";
+    case cudaGraphInstantiateMultipleDevicesNotSupported:
+      return "cudaGraphInstantiateMultipleDevicesNotSupported";
+    case cudaGraphInstantiateConditionalHandleUnused:
+      return "cudaGraphInstantiateConditionalHandleUnused";
+    default: return "an unknown cudaGraphInstantiateResult";
+  }
+}
+
+CURT_COLD inline const char* instantiate_result_reason(cudaGraphInstantiateResult result) noexcept {
+  switch (result) {
+    case cudaGraphInstantiateError:
+      return "the driver did not classify the failure (the error code says what failed)";
+    case cudaGraphInstantiateInvalidStructure:
+      return "the graph's structure is invalid (a cycle, for instance)";
+    case cudaGraphInstantiateNodeOperationNotSupported:
+      return "a node does what a graph launched from the device cannot (only kernel, memcpy, "
+             "memset and child-graph nodes, no dynamic parallelism)";
+    case cudaGraphInstantiateMultipleDevicesNotSupported:
+      return "the nodes belong to more than one device, which a device-launch graph (or one whose "
+             "kernels launch graphs from the device) cannot have";
+    case cudaGraphInstantiateConditionalHandleUnused:
+      return "a conditional handle was made for the graph but no conditional node uses it";
+    default: return "";
+  }
+}
+
+CURT_COLD inline const char* update_result_name(cudaGraphExecUpdateResult result) noexcept {
+  switch (result) {
+    case cudaGraphExecUpdateSuccess: return "cudaGraphExecUpdateSuccess";
+    case cudaGraphExecUpdateError: return "cudaGraphExecUpdateError";
+    case cudaGraphExecUpdateErrorTopologyChanged: return "cudaGraphExecUpdateErrorTopologyChanged";
+    case cudaGraphExecUpdateErrorNodeTypeChanged: return "cudaGraphExecUpdateErrorNodeTypeChanged";
+    case cudaGraphExecUpdateErrorFunctionChanged: return "cudaGraphExecUpdateErrorFunctionChanged";
+    case cudaGraphExecUpdateErrorParametersChanged:
+      return "cudaGraphExecUpdateErrorParametersChanged";
+    case cudaGraphExecUpdateErrorNotSupported: return "cudaGraphExecUpdateErrorNotSupported";
+    case cudaGraphExecUpdateErrorUnsupportedFunctionChange:
+      return "cudaGraphExecUpdateErrorUnsupportedFunctionChange";
+    case cudaGraphExecUpdateErrorAttributesChanged:
+      return "cudaGraphExecUpdateErrorAttributesChanged";
+    default: return "an unknown cudaGraphExecUpdateResult";
+  }
+}
+
+CURT_COLD inline const char* update_result_reason(cudaGraphExecUpdateResult result) noexcept {
+  switch (result) {
+    case cudaGraphExecUpdateError:
+      return "the driver did not classify the failure";
+    case cudaGraphExecUpdateErrorTopologyChanged:
+      return "the graph's topology differs from the executable graph's (nodes, dependencies or "
+             "exit nodes added, removed or in another order): instantiate it instead";
+    case cudaGraphExecUpdateErrorNodeTypeChanged:
+      return "a node's type differs from that of the node it pairs with in the executable graph";
+    case cudaGraphExecUpdateErrorFunctionChanged:
+      return "a kernel node's function changed (drivers before 11.2 cannot update that)";
+    case cudaGraphExecUpdateErrorParametersChanged:
+      return "a node's parameters changed in a way an update cannot apply (memory of another "
+             "device or context, a memcpy's memory type, a 2D/3D shape)";
+    case cudaGraphExecUpdateErrorNotSupported:
+      return "something about a node (its type or configuration) cannot be updated";
+    case cudaGraphExecUpdateErrorUnsupportedFunctionChange:
+      return "a kernel node's function changed in a way an update cannot apply (another context, "
+             "or dynamic parallelism, device-side updates or cooperative launch switched)";
+    case cudaGraphExecUpdateErrorAttributesChanged:
+      return "a node's attributes changed in a way an update cannot apply (its priority under "
+             "use_node_priority, for instance)";
+    default: return "";
+  }
+}
+
+// "<result name>: <reason>", then what the driver named; `node` and `from_node` are
+// descriptions (empty when the driver named none, which it does for a changed node count).
+CURT_COLD inline std::string describe_update_refusal(cudaGraphExecUpdateResult result,
+                                                     const std::string& node,
+                                                     const std::string& from_node) {
+  std::string text = update_result_name(result);
+  const char* reason = update_result_reason(result);
+  if (*reason) text += std::string(": ") + reason;
+  if (node.empty()) return text + "; the driver names no node";
+  text += "; the node in the new graph: " + node;
+  if (!from_node.empty()) text += ", whose dependency on " + from_node + " does not match";
+  return text;
+}
+
+// ---- descriptions that ask CUDA (cold paths only; failures leave no error behind) ---------------
+
+// Runs `describe`, a diagnosis that asks CUDA, as the calls it explains ran: on a thread with no
+// current context, in a context made current for it (the runtime's current device's primary
+// context, or `stream`'s), popped afterwards. If no context can be made current, the result is
+// value-initialized (no diagnosis); no error is left behind either way.
+template <class Describe>
+CURT_COLD auto diagnose(Describe describe, cudaStream_t stream = nullptr) -> decltype(describe()) {
+  decltype(describe()) result{};
+  try {
+    if (stream) {
+      stream_context_scope in_context(stream);
+      result = describe();
+    } else {
+      current_device_scope in_context;
+      result = describe();
+    }
+  } catch (const cuda_error&) {
+  }
+  (void)cudaGetLastError();
+  return result;
+}
+
+// "kernel node 0x... (saxpy(float, float const*, float*, int))".
+CURT_COLD inline std::string describe_node(cudaGraphNode_t node) {
+  if (node == nullptr) return {};
+  char address[32];
+  std::snprintf(address, sizeof address, "%p", static_cast<void*>(node));
+  cudaGraphNodeType type{};
+  if (cudaGraphNodeGetType(node, &type) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::string("node ") + address;
+  }
+  std::string text = std::string(node_type_name(type)) + " node " + address;
+  cudaKernelNodeParams params{};
+  if (type == cudaGraphNodeTypeKernel) {
+    if (cudaGraphKernelNodeGetParams(node, &params) == cudaSuccess && params.func) {
+      std::string name = kernel_name(static_cast<const void*>(params.func));
+      if (!name.empty() && name.front() != '<') text += " (" + name + ")";  // not "<unknown>"
+    }
+    (void)cudaGetLastError();
+  }
+  return text;
+}
+
+// How many nodes of `graph` have one of these types; 0 when it cannot be told.
+CURT_COLD inline std::size_t count_nodes(cudaGraph_t graph,
+                                         std::initializer_list<cudaGraphNodeType> types) {
+  std::size_t n = 0, found = 0;
+  if (cudaGraphGetNodes(graph, nullptr, &n) == cudaSuccess && n) {
+    std::vector<cudaGraphNode_t> nodes(n);
+    if (cudaGraphGetNodes(graph, nodes.data(), &n) == cudaSuccess)
+      for (std::size_t i = 0; i < n; ++i) {
+        cudaGraphNodeType type{};
+        if (cudaGraphNodeGetType(nodes[i], &type) != cudaSuccess) continue;
+        for (cudaGraphNodeType t : types) found += t == type;
+      }
+  }
+  (void)cudaGetLastError();
+  return found;
+}
+
+[[noreturn]] CURT_COLD inline void throw_instantiate_error(cudaError_t status,
+                                                          const cudaGraphInstantiateParams& params,
+                                                          const char* file, int line) {
+  std::string log = take_driver_log();  // before the diagnosis
+  (void)cudaGetLastError();
+  std::string why = instantiate_result_name(params.result_out);
+  const char* reason = instantiate_result_reason(params.result_out);
+  if (*reason) why += std::string(": ") + reason;
+  why += params.errNode_out
+             ? "; error node: " + diagnose([&] { return describe_node(params.errNode_out); })
+             : std::string("; the driver names no node");
+  throw_error_with_log(make_error_code(status),
+                       "cudaGraphInstantiateWithParams(graph, flags " +
+                           describe_instantiate_flags(params.flags) + ")",
+                       location(file, line), std::move(why), std::move(log));
+}
+
+[[noreturn]] CURT_COLD inline void throw_clone_error(cudaError_t status, cudaGraph_t graph,
+                                                    const char* file, int line) {
+  std::string log = take_driver_log();
+  (void)cudaGetLastError();
+  std::string why = diagnose([&] {
+    std::size_t unclonable = count_nodes(
+        graph, {cudaGraphNodeTypeMemAlloc, cudaGraphNodeTypeMemFree, cudaGraphNodeTypeConditional});
+    if (!unclonable) return std::string();
+    return "the graph holds " + std::to_string(unclonable) +
+           " memory allocation, memory free or conditional nodes, and CUDA cannot clone such a "
+           "graph: capture it again instead";
+  });
+  throw_error_with_log(make_error_code(status), "cudaGraphClone(graph)", location(file, line),
+                       std::move(why), std::move(log));
+}
+
+[[noreturn]] CURT_COLD inline void throw_graph_launch_error(cudaError_t status,
+                                                           cudaGraphExec_t exec, const char* call,
+                                                           const char* file, int line) {
+  std::string log = take_driver_log();
+  (void)cudaGetLastError();
+  std::string why = diagnose([&] {
+    unsigned long long flags = 0;
+    if (status != cudaErrorInvalidValue || cudaGraphExecGetFlags(exec, &flags) != cudaSuccess ||
+        (flags & cudaGraphInstantiateFlagAutoFreeOnLaunch))
+      return std::string();
+    return std::string(
+        "an executable graph whose last launch left memory allocated (allocation nodes without "
+        "a free) cannot run again until that memory is freed (cudaFreeAsync), unless it was "
+        "instantiated with instantiate_flags::auto_free_on_launch");
+  });
+  throw_error_with_log(make_error_code(status), call, location(file, line), std::move(why),
+                       std::move(log));
+}
+
+}  // namespace curt::detail

@@ -1,0 +1,401 @@
+// curt/graph_capture.hpp: graphs made by stream capture.
+//
+//   curt::graph g = curt::capture(stream, [&] {       // or [&](curt::stream_ref s) { ... }
+//     curt::launch(stream, config, kernel, x, n);
+//     curt::copy(host, device, stream);
+//   });
+//
+//   curt::capture_scope scope(stream);                 // the same, as a scope
+//   ... enqueue work on stream ...
+//   curt::graph g = scope.end();
+//
+// A capture that does not reach end() (an exception unwinds through the scope) is ended by the
+// scope's destructor, which destroys whatever graph comes back: the stream is usable again and
+// nothing captured so far leaks (host functions and retained values go with that graph).
+// capture() rethrows the work's exception after that. A call that cannot be captured
+// (synchronizing or querying the capturing stream, an unsafe call such as cudaMalloc outside
+// relaxed mode) invalidates the capture: end() then throws cudaErrorStreamCaptureInvalidated and
+// says so, and when the failing call threw a curt::cuda_error inside capture(), that error says
+// it too.
+//
+// capture_to_graph_scope / capture_to_graph() add the captured work to a graph of your own
+// (cudaStreamBeginCaptureToGraph), after the nodes you name. capture_info() tells whether a
+// stream is capturing, into which graph, and what the next captured work will depend on.
+//
+// The capture calls run in the stream's context on a thread with no current context.
+#pragma once
+
+#include <curt/detail/handle_state.hpp>
+#include <curt/error.hpp>
+#include <curt/graph.hpp>
+#include <curt/stream.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+namespace curt {
+
+/// Which calls a capture forbids while it runs (cudaStreamCaptureMode; see
+/// cudaThreadExchangeStreamCaptureMode). Unsafe calls (cudaMalloc, for instance) are those whose
+/// work a graph would not replay.
+enum class capture_mode : int {
+  /// Unsafe calls are refused on this thread and on every thread in global mode (CUDA's default).
+  global = cudaStreamCaptureModeGlobal,
+  /// Unsafe calls are refused on this thread only (thread_local is a keyword, hence the _).
+  thread_local_ = cudaStreamCaptureModeThreadLocal,
+  /// Unsafe calls are allowed; calls that conflict with capture (synchronizing the capturing
+  /// stream) are still refused. A relaxed capture may end on another thread.
+  relaxed = cudaStreamCaptureModeRelaxed,
+};
+
+enum class capture_status : int {
+  none = cudaStreamCaptureStatusNone,            ///< not capturing
+  active = cudaStreamCaptureStatusActive,        ///< capturing
+  invalidated = cudaStreamCaptureStatusInvalidated,  ///< capturing, but an error spoilt it: end it
+};
+
+/// What cudaStreamGetCaptureInfo says about a stream.
+struct stream_capture_info {
+  capture_status status = capture_status::none;
+  unsigned long long id = 0;  ///< unique in the process; 0 unless active
+  /// The graph being captured into; holds no handle unless active.
+  graph_ref graph{detail::state_handle<cudaGraph_t>(detail::handle_state::empty)};
+  /// What the next work captured on the stream will depend on (with edge data); empty unless
+  /// active.
+  std::vector<graph_dependency> dependencies;
+};
+
+namespace detail {
+
+inline capture_status raw_capture_status(cudaStream_t stream) noexcept {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return capture_status::none;
+  }
+  return static_cast<capture_status>(status);
+}
+
+CURT_COLD inline std::string describe_capture_begin_failure(cudaStream_t stream) {
+  if (stream == cudaStreamLegacy)
+    return "the legacy default stream cannot be captured: capture a stream of your own (or "
+           "stream_ref::per_thread_default())";
+  return diagnose(
+      [&] {
+        switch (raw_capture_status(stream)) {
+          case capture_status::active:
+            return std::string("the stream is capturing already: end that capture first");
+          case capture_status::invalidated:
+            return std::string("the stream is still in an invalidated capture: end it "
+                               "(cudaStreamEndCapture) first");
+          default:
+            return std::string();
+        }
+      },
+      stream);
+}
+
+CURT_COLD inline const char* describe_capture_end_failure(cudaError_t status) noexcept {
+  switch (status) {
+    case cudaErrorStreamCaptureInvalidated:
+      return "the capture was invalidated by a call that cannot be captured (synchronizing or "
+             "querying the capturing stream, an unsafe call such as cudaMalloc outside relaxed "
+             "mode, a failed call on the stream): no graph was made; the capture is ended and the "
+             "stream is usable again";
+    case cudaErrorStreamCaptureUnjoined:
+      return "work forked from the capturing stream onto another stream (through an event) was "
+             "not joined back into it before the end";
+    case cudaErrorStreamCaptureWrongThread:
+      return "a capture in global or thread_local mode must end on the thread that began it "
+             "(a relaxed one may end anywhere); it is still capturing";
+    case cudaErrorIllegalState:
+      return "the stream is not capturing: its capture was ended elsewhere";
+    default:
+      return "";
+  }
+}
+
+// Begins a capture (into `target` when it is not null, after `count` dependencies).
+inline void begin_capture(cudaStream_t stream, capture_mode mode, cudaGraph_t target,
+                          const cudaGraphNode_t* nodes, const cudaGraphEdgeData* data,
+                          std::size_t count) {
+  cudaError_t status;
+  {
+    stream_context_scope in_context(stream);
+    auto native_mode = static_cast<cudaStreamCaptureMode>(mode);
+    status = target ? cudaStreamBeginCaptureToGraph(stream, target, nodes, data, count, native_mode)
+                    : cudaStreamBeginCapture(stream, native_mode);
+  }
+  if (CURT_LIKELY(status == cudaSuccess)) return;
+  std::string log = take_driver_log();
+  (void)cudaGetLastError();
+  std::string why = describe_capture_begin_failure(stream);
+  if (why.empty() && target && count)
+    why = "the dependencies must be nodes of the target graph";
+  throw_error_with_log(make_error_code(status),
+                       target ? "cudaStreamBeginCaptureToGraph(stream, graph, " +
+                                    std::to_string(count) + " dependencies)"
+                              : std::string("cudaStreamBeginCapture(stream)"),
+                       location(__FILE__, __LINE__), std::move(why), std::move(log));
+}
+
+// Ends a capture and returns its graph. `ended` becomes true unless the stream still captures
+// (a capture ended on the wrong thread); a graph handed back with a failure is destroyed when
+// `owns_graph` (not when it is the caller's target).
+inline cudaGraph_t end_capture(cudaStream_t stream, bool& ended, bool owns_graph,
+                               const char* operation) {
+  if (ended)
+    raise(cudaErrorIllegalState, operation, "the capture was ended already: end() once",
+          __FILE__, __LINE__);
+  cudaGraph_t graph = nullptr;
+  cudaError_t status;
+  {
+    stream_context_scope in_context(stream);
+    status = cudaStreamEndCapture(stream, &graph);
+  }
+  if (CURT_LIKELY(status == cudaSuccess)) {
+    ended = true;
+    return graph;
+  }
+  std::string log = take_driver_log();
+  (void)cudaGetLastError();
+  capture_status now = diagnose(
+      [&] {
+        if (graph && owns_graph) (void)cudaGraphDestroy(graph);
+        return raw_capture_status(stream);
+      },
+      stream);
+  ended = now == capture_status::none;
+  throw_error_with_log(make_error_code(status), "cudaStreamEndCapture(stream)",
+                       location(__FILE__, __LINE__), describe_capture_end_failure(status),
+                       std::move(log));
+}
+
+// For a scope's destructor: ends a capture that did not reach end() and destroys the graph it
+// gives (when it is the scope's own). An invalidated or unjoined capture is what an exception
+// usually leaves behind: not reported; anything else goes to the error handler.
+inline void abandon_capture(cudaStream_t stream, bool owns_graph) noexcept {
+  try {
+    stream_context_scope in_context(stream);
+    cudaGraph_t graph = nullptr;
+    cudaError_t status = cudaStreamEndCapture(stream, &graph);
+    if (status == cudaErrorStreamCaptureInvalidated || status == cudaErrorStreamCaptureUnjoined)
+      (void)cudaGetLastError();
+    else
+      check_noexcept(status, "cudaStreamEndCapture(stream) (a capture left without end())",
+                     __FILE__, __LINE__);
+    if (graph && owns_graph)
+      check_noexcept(cudaGraphDestroy(graph), "cudaGraphDestroy(abandoned capture)", __FILE__,
+                     __LINE__);
+  } catch (const cuda_error& error) {  // the stream's context could not be made current
+    handle_error(error);
+  }
+}
+
+// The explanation part of a cuda_error's message ("<call> failed: <code>: <explanation> at
+// <where>; driver log: <log>"); empty when it has none.
+CURT_COLD inline std::string explanation_of(const cuda_error& error) {
+  std::string what = error.what();
+  std::string head = error.call() + " failed: " + error.code().message() + ": ";
+  std::size_t tail = (error.where().empty() ? 0 : error.where().size() + 4) +
+                     (error.driver_log().empty() ? 0 : error.driver_log().size() + 14);
+  if (what.compare(0, head.size(), head) != 0 || what.size() < head.size() + tail) return {};
+  return what.substr(head.size(), what.size() - head.size() - tail);
+}
+
+// The captured work threw `error` (the rethrow is the caller's `throw;`). If the capture is now
+// invalidated, throws the same error with a note that says so instead.
+CURT_COLD inline void rethrow_if_capture_invalidated(cudaStream_t stream, const cuda_error& error,
+                                                     bool owns_graph) {
+  if (typeid(error) != typeid(cuda_error)) return;  // keep derived types (out_of_memory) as they are
+  if (diagnose([&] { return raw_capture_status(stream); }, stream) != capture_status::invalidated)
+    return;
+  std::string why = error.status() == cudaErrorStreamCaptureUnsupported
+                        ? "this call cannot be made while its stream is being captured, and it "
+                          "invalidated the capture"
+                        : "the capture is invalidated";
+  why += owns_graph ? ": curt::capture ended it and discarded its graph; the stream is usable again"
+                    : ": curt::capture_to_graph ended it; the stream is usable again";
+  std::string own = explanation_of(error);
+  if (!own.empty()) why += " (" + own + ")";
+  throw cuda_error(error.code(), error.call(), std::move(why), error.where(), error.driver_log());
+}
+
+template <class Work>
+void run_captured(stream_ref stream, Work&& work, bool owns_graph) {
+  static_assert(std::is_invocable_v<Work&&> || std::is_invocable_v<Work&&, stream_ref>,
+                "curt::capture: the work must be callable with no arguments or with the "
+                "capturing curt::stream_ref");
+  try {
+    if constexpr (std::is_invocable_v<Work&&, stream_ref>)
+      std::forward<Work>(work)(stream);
+    else
+      std::forward<Work>(work)();
+  } catch (const cuda_error& error) {
+    rethrow_if_capture_invalidated(stream.get(), error, owns_graph);
+    throw;
+  }
+}
+
+}  // namespace detail
+
+/// Whether `stream` is capturing, into which graph, and what its next captured work depends on
+/// (cudaStreamGetCaptureInfo, with edge data).
+inline stream_capture_info capture_info(stream_ref stream) {
+  cudaStream_t h = stream.get();
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  unsigned long long id = 0;
+  cudaGraph_t graph = nullptr;
+  const cudaGraphNode_t* nodes = nullptr;
+  const cudaGraphEdgeData* data = nullptr;
+  std::size_t count = 0;
+  stream_capture_info info;
+  detail::stream_context_scope in_context(h);
+  cudaError_t result = cudaStreamGetCaptureInfo(h, &status, &id, &graph, &nodes, &data, &count);
+  if (CURT_UNLIKELY(result != cudaSuccess))
+    detail::throw_error(make_error_code(result), "cudaStreamGetCaptureInfo(stream)",
+                        detail::location(__FILE__, __LINE__),
+                        result == cudaErrorStreamCaptureImplicit
+                            ? "the legacy default stream cannot be asked while a blocking stream "
+                              "of its device is capturing"
+                            : "");
+  info.status = static_cast<capture_status>(status);
+  if (status != cudaStreamCaptureStatusActive) return info;
+  info.id = id;
+  info.graph = graph;
+  info.dependencies.resize(count);
+  for (std::size_t i = 0; i < count; ++i)  // the arrays are valid until the next call on it
+    info.dependencies[i] = graph_dependency{nodes[i], data ? data[i] : cudaGraphEdgeData{}};
+  return info;
+}
+
+/// Captures the work enqueued on a stream into a new graph, from construction to end(). Not
+/// copyable or movable: the capture belongs to this scope.
+class capture_scope {
+ public:
+  explicit capture_scope(stream_ref stream, capture_mode mode = capture_mode::global)
+      : stream_(stream.get()) {
+    detail::begin_capture(stream_, mode, nullptr, nullptr, nullptr, 0);
+  }
+  /// A temporary stream owner would be gone before the capture ends.
+  explicit capture_scope(curt::stream&&, capture_mode = capture_mode::global) = delete;
+  /// Ends the capture if end() was not called, and destroys the graph it made.
+  ~capture_scope() {
+    if (!ended_) detail::abandon_capture(stream_, true);
+  }
+  capture_scope(const capture_scope&) = delete;
+  capture_scope& operator=(const capture_scope&) = delete;
+
+  /// Ends the capture and returns the graph. Throws for an invalidated capture (saying so), or
+  /// when called twice.
+  curt::graph end() {
+    return curt::graph::from_native_handle(
+        detail::end_capture(stream_, ended_, true, "curt::capture_scope::end()"));
+  }
+
+  stream_ref stream() const noexcept { return stream_; }
+  /// The graph being captured into (to retain() values the captured work uses). Throws when
+  /// the capture is not active.
+  graph_ref graph() const {
+    if (ended_)  // the stream may be in another capture by now
+      detail::raise(cudaErrorIllegalState, "curt::capture_scope::graph()", "the capture has ended",
+                    __FILE__, __LINE__);
+    stream_capture_info info = capture_info(stream_);
+    if (info.status == capture_status::invalidated)
+      detail::raise(cudaErrorStreamCaptureInvalidated, "curt::capture_scope::graph()",
+                    "the capture was invalidated by an earlier call that cannot be captured: "
+                    "there is no graph to add to",
+                    __FILE__, __LINE__);
+    if (info.status != capture_status::active)
+      detail::raise(cudaErrorIllegalState, "curt::capture_scope::graph()",
+                    "the stream is not capturing: its capture was ended elsewhere", __FILE__,
+                    __LINE__);
+    return info.graph;
+  }
+
+ private:
+  stream_ref stream_;
+  bool ended_ = false;
+};
+
+/// Captures the work enqueued on a stream into `target`, a graph of the caller's, after
+/// `dependencies` (nodes of target; none: the work starts at the graph's roots).
+/// (cudaStreamBeginCaptureToGraph.) A capture that does not reach end() leaves target with what
+/// was captured before, when the capture was not invalidated.
+class capture_to_graph_scope {
+ public:
+  capture_to_graph_scope(stream_ref stream, graph_ref target,
+                         capture_mode mode = capture_mode::global)
+      : capture_to_graph_scope(stream, target, {}, mode) {}
+  capture_to_graph_scope(stream_ref stream, graph_ref target,
+                         const std::vector<graph_dependency>& dependencies,
+                         capture_mode mode = capture_mode::global)
+      : stream_(stream.get()) {
+    cudaGraph_t g = target.get();
+    std::vector<cudaGraphNode_t> nodes(dependencies.size());
+    std::vector<cudaGraphEdgeData> data(dependencies.size());
+    for (std::size_t i = 0; i < dependencies.size(); ++i) {
+      nodes[i] = dependencies[i].node;
+      data[i] = dependencies[i].data;
+    }
+    detail::begin_capture(stream_, mode, g, nodes.data(), data.data(), nodes.size());
+  }
+  /// A temporary stream or target would be gone before the capture ends.
+  capture_to_graph_scope(curt::stream&&, graph_ref, capture_mode = capture_mode::global) = delete;
+  capture_to_graph_scope(stream_ref, curt::graph&&, capture_mode = capture_mode::global) = delete;
+  capture_to_graph_scope(curt::stream&&, graph_ref, const std::vector<graph_dependency>&,
+                         capture_mode = capture_mode::global) = delete;
+  capture_to_graph_scope(stream_ref, curt::graph&&, const std::vector<graph_dependency>&,
+                         capture_mode = capture_mode::global) = delete;
+  ~capture_to_graph_scope() {
+    if (!ended_) detail::abandon_capture(stream_, false);
+  }
+  capture_to_graph_scope(const capture_to_graph_scope&) = delete;
+  capture_to_graph_scope& operator=(const capture_to_graph_scope&) = delete;
+
+  /// Ends the capture; the work is in the target graph. Throws for an invalidated capture.
+  void end() {
+    (void)detail::end_capture(stream_, ended_, false, "curt::capture_to_graph_scope::end()");
+  }
+  stream_ref stream() const noexcept { return stream_; }
+
+ private:
+  stream_ref stream_;
+  bool ended_ = false;
+};
+
+/// Captures what `work` enqueues on `stream` (called as work() or work(stream)) into a new graph.
+/// If work throws, the capture is ended and discarded and the exception rethrown; an invalidated
+/// capture throws a cuda_error that says so.
+template <class Work>
+curt::graph capture(stream_ref stream, Work&& work, capture_mode mode = capture_mode::global) {
+  capture_scope scope(stream, mode);
+  detail::run_captured(scope.stream(), std::forward<Work>(work), true);
+  return scope.end();
+}
+
+/// Captures what `work` enqueues on `stream` into `target`, after `dependencies` (see
+/// capture_to_graph_scope).
+template <class Work>
+void capture_to_graph(stream_ref stream, graph_ref target, Work&& work,
+                      capture_mode mode = capture_mode::global) {
+  capture_to_graph_scope scope(stream, target, mode);
+  detail::run_captured(scope.stream(), std::forward<Work>(work), false);
+  scope.end();
+}
+template <class Work>
+void capture_to_graph(stream_ref stream, graph_ref target,
+                      const std::vector<graph_dependency>& dependencies, Work&& work,
+                      capture_mode mode = capture_mode::global) {
+  capture_to_graph_scope scope(stream, target, dependencies, mode);
+  detail::run_captured(scope.stream(), std::forward<Work>(work), false);
+  scope.end();
+}
+
+}  // namespace curt
