@@ -33,6 +33,7 @@
 
 #include <curt/detail/config.hpp>
 #include <curt/detail/driver_lookup.hpp>
+#include <curt/detail/driver_result.hpp>
 #include <curt/detail/span_like.hpp>
 #include <curt/device.hpp>
 #include <curt/error.hpp>

@@ -338,7 +338,7 @@ namespace detail {
 // The calling thread's current driver context; null when it has none.
 inline CUcontext current_context() {
   CUcontext context = nullptr;
-  CURT_DRIVER_CALL(cuCtxGetCurrent, 4000, &context);
+  CURT_DETAIL_DRIVER_CALL(cuCtxGetCurrent, 4000, &context);
   return context;
 }
 
@@ -347,14 +347,14 @@ class pushed_context {
  public:
   pushed_context() = default;
   void push(CUcontext context) {
-    CURT_DRIVER_CALL(cuCtxPushCurrent, 4000, context);
+    CURT_DETAIL_DRIVER_CALL(cuCtxPushCurrent, 4000, context);
     pushed_ = true;
   }
   ~pushed_context() {
     if (!pushed_) return;
     CUcontext popped = nullptr;
-    check_noexcept(CURT_DRIVER_FUNCTION(cuCtxPopCurrent, 4000)(&popped), "cuCtxPopCurrent",
-                   __FILE__, __LINE__);
+    check_driver_noexcept(CURT_DETAIL_DRIVER_FUNCTION(cuCtxPopCurrent, 4000)(&popped),
+                          "cuCtxPopCurrent", __FILE__, __LINE__);
   }
   pushed_context(const pushed_context&) = delete;
   pushed_context& operator=(const pushed_context&) = delete;
@@ -380,7 +380,7 @@ class context_scope {
 // thread with no context).
 inline CUcontext stream_context(cudaStream_t stream) {
   CUcontext context = nullptr;
-  if (CURT_DRIVER_FUNCTION(cuStreamGetCtx, 9020)(stream, &context) != CUDA_SUCCESS) return nullptr;
+  if (CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetCtx, 9020)(stream, &context) != 0) return nullptr;
   return context;
 }
 
@@ -389,7 +389,7 @@ class retained_primary_context {
  public:
   retained_primary_context() = default;
   CUcontext retain(CUdevice device) {
-    CURT_DRIVER_CALL(cuDevicePrimaryCtxRetain, 7000, &context_, device);
+    CURT_DETAIL_DRIVER_CALL(cuDevicePrimaryCtxRetain, 7000, &context_, device);
     device_ = device;
     retained_ = true;
     return context_;
@@ -398,8 +398,8 @@ class retained_primary_context {
   // destroys a context that streams or events live in.
   ~retained_primary_context() {
     if (!retained_) return;
-    check_noexcept(CURT_DRIVER_FUNCTION(cuDevicePrimaryCtxRelease, 11000)(device_),
-                   "cuDevicePrimaryCtxRelease", __FILE__, __LINE__);
+    check_driver_noexcept(CURT_DETAIL_DRIVER_FUNCTION(cuDevicePrimaryCtxRelease, 11000)(device_),
+                          "cuDevicePrimaryCtxRelease", __FILE__, __LINE__);
   }
   retained_primary_context(const retained_primary_context&) = delete;
   retained_primary_context& operator=(const retained_primary_context&) = delete;
@@ -429,7 +429,7 @@ class current_device_scope {
   CURT_COLD void enter(int ordinal) {
     if (ordinal < 0) check(cudaGetDevice(&ordinal), "cudaGetDevice", __FILE__, __LINE__);
     CUdevice device = 0;
-    CURT_DRIVER_CALL(cuDeviceGet, 2000, &device, ordinal);
+    CURT_DETAIL_DRIVER_CALL(cuDeviceGet, 2000, &device, ordinal);
     pushed_.push(primary_.retain(device));
   }
 
@@ -469,10 +469,10 @@ class device_guard {
  public:
   explicit device_guard(device d) {
     CUdevice target = 0;
-    CURT_DRIVER_CALL(cuDeviceGet, 2000, &target, d.ordinal());
+    CURT_DETAIL_DRIVER_CALL(cuDeviceGet, 2000, &target, d.ordinal());
     if (detail::current_context() != nullptr) {
       CUdevice current = -1;
-      if (CURT_DRIVER_FUNCTION(cuCtxGetDevice, 2000)(&current) == CUDA_SUCCESS && current == target)
+      if (CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetDevice, 2000)(&current) == 0 && current == target)
         return;
     }
     pushed_.push(primary_.retain(target));

@@ -9,8 +9,7 @@
 #include <curt/detail/atomic.hpp>
 #include <curt/detail/config.hpp>
 
-#include <cuda.h>  // CUresult only: nothing here links the driver library
-#include <cuda_runtime_api.h>
+#include <cuda_runtime_api.h>  // not <cuda.h>: a tenth of a g++ translation unit for CUresult
 
 #if defined(__unix__) || defined(__APPLE__)
 #  include <pthread.h>  // pthread_self(): the thread id in the driver's log lines
@@ -23,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
 namespace curt {
@@ -67,7 +67,17 @@ inline const std::error_category& driver_category() noexcept {
 inline std::error_code make_error_code(cudaError_t status) noexcept {
   return {static_cast<int>(status), runtime_category()};
 }
-inline std::error_code make_error_code(CUresult status) noexcept {
+namespace detail {
+/// Whether E is the driver's result type, CUresult. This header does not include <cuda.h>, which
+/// defines it; <curt/detail/driver_result.hpp> (included by <curt/detail/driver.hpp> and by every
+/// curt header that includes <cuda.h>) says yes for CUresult.
+template <class E>
+struct is_driver_status : std::false_type {};
+}  // namespace detail
+
+/// A driver result (CUresult) as an error code of driver_category().
+template <class E, std::enable_if_t<detail::is_driver_status<E>::value, int> = 0>
+std::error_code make_error_code(E status) noexcept {
   return {static_cast<int>(status), driver_category()};
 }
 /// A condition that runtime and driver codes of the same meaning both compare equal to:
@@ -86,15 +96,8 @@ inline std::error_condition detail::driver_category_impl::default_error_conditio
   return {code, *this};
 }
 
-// The runtime and driver enums share their numbers for the conditions both know; status()
-// relies on it to give one cudaError_t for either API.
-static_assert(int(CUDA_ERROR_INVALID_VALUE) == int(cudaErrorInvalidValue));
-static_assert(int(CUDA_ERROR_OUT_OF_MEMORY) == int(cudaErrorMemoryAllocation));
-static_assert(int(CUDA_ERROR_INVALID_DEVICE) == int(cudaErrorInvalidDevice));
-static_assert(int(CUDA_ERROR_NOT_SUPPORTED) == int(cudaErrorNotSupported));
-static_assert(int(CUDA_ERROR_NO_DEVICE) == int(cudaErrorNoDevice));
-static_assert(int(CUDA_ERROR_ILLEGAL_ADDRESS) == int(cudaErrorIllegalAddress));
-static_assert(int(CUDA_ERROR_LAUNCH_FAILED) == int(cudaErrorLaunchFailure));
+// The runtime and driver enums share their numbers for the conditions both know (checked in
+// <curt/detail/driver_result.hpp>); status() relies on it to give one cudaError_t for either API.
 
 /// A failed CUDA call. code() carries the status in runtime_category() or driver_category().
 class cuda_error : public std::system_error {
@@ -263,7 +266,7 @@ inline std::string location(const char* file, int line) {
                   "this call is not the cause, and every later CUDA call in this process fails "
                   "the same way, so the process must be restarted";
   bool oom = (code.category() == runtime_category() && code.value() == cudaErrorMemoryAllocation) ||
-             (code.category() == driver_category() && code.value() == CUDA_ERROR_OUT_OF_MEMORY);
+             (code.category() == driver_category() && code.value() == cudaErrorMemoryAllocation);
   if (oom)
     throw out_of_memory(code, std::move(call), std::move(explanation), std::move(where),
                         std::move(log));
@@ -282,9 +285,10 @@ inline std::string location(const char* file, int line) {
                                                const char* file, int line) {
   throw_error(make_error_code(status), std::move(call), location(file, line));
 }
-[[noreturn]] CURT_COLD inline void throw_error(CUresult status, std::string call, const char* file,
-                                               int line) {
-  throw_error(make_error_code(status), std::move(call), location(file, line));
+/// A failed driver call: `status` is the CUresult's value.
+[[noreturn]] CURT_COLD inline void throw_driver_error(int status, std::string call,
+                                                      const char* file, int line) {
+  throw_error(std::error_code(status, driver_category()), std::move(call), location(file, line));
 }
 
 /// For errors curt finds itself, before calling CUDA: no driver log, no last error to clear.
@@ -297,8 +301,17 @@ inline std::string location(const char* file, int line) {
 inline void check(cudaError_t status, const char* call, const char* file, int line) {
   if (CURT_UNLIKELY(status != cudaSuccess)) throw_error(status, call, file, line);
 }
-inline void check(CUresult status, const char* call, const char* file, int line) {
-  if (CURT_UNLIKELY(status != CUDA_SUCCESS)) throw_error(status, call, file, line);
+/// Throws unless the driver result `status` (a CUresult's value) is 0, CUDA_SUCCESS.
+inline void check_driver(int status, const char* call, const char* file, int line) {
+  if (CURT_UNLIKELY(status != 0)) throw_driver_error(status, call, file, line);
+}
+/// CURT_CHECK and CURT_DRIVER_CALL of a CUresult.
+template <class E, std::enable_if_t<!std::is_same_v<E, cudaError_t>, int> = 0>
+void check(E status, const char* call, const char* file, int line) {
+  static_assert(is_driver_status<E>::value,
+                "CURT_CHECK takes a cudaError_t or a CUresult; for a CUresult, include "
+                "<curt/detail/driver.hpp> (this header does not include <cuda.h>)");
+  check_driver(static_cast<int>(status), call, file, line);
 }
 
 /// One argument of a call, for the description of a failure: a word ("stream") or a named
@@ -349,13 +362,13 @@ inline atomic<bool>& sticky_reported() noexcept {
 
 /// For destructors: never throws; hands a failure to the error handler. Once the context is
 /// lost, only the first such failure is reported: every destructor after it fails the same way.
-template <class Status>
-CURT_COLD inline void report_error(Status status, const char* call, const char* file,
+CURT_COLD inline void report_error(std::error_code code, const char* call, const char* file,
                                    int line) noexcept {
-  // While the process exits the runtime may already be gone and has freed everything itself.
-  if (status == Status(cudaErrorCudartUnloading)) return;
-  std::error_code code = make_error_code(status);
-  if (code.category() == runtime_category()) (void)cudaGetLastError();
+  if (code.category() == runtime_category()) {
+    // While the process exits the runtime may already be gone and has freed everything itself.
+    if (code.value() == cudaErrorCudartUnloading) return;
+    (void)cudaGetLastError();
+  }
   if (cuda_error::is_sticky(code) && sticky_reported().exchange(true)) return;
   try {
     cuda_error error(code, call,
@@ -371,11 +384,17 @@ CURT_COLD inline void report_error(Status status, const char* call, const char* 
 }
 inline void check_noexcept(cudaError_t status, const char* call, const char* file,
                            int line) noexcept {
-  if (CURT_UNLIKELY(status != cudaSuccess)) report_error(status, call, file, line);
+  if (CURT_UNLIKELY(status != cudaSuccess)) report_error(make_error_code(status), call, file, line);
 }
-inline void check_noexcept(CUresult status, const char* call, const char* file,
-                           int line) noexcept {
-  if (CURT_UNLIKELY(status != CUDA_SUCCESS)) report_error(status, call, file, line);
+/// The same for a driver result (a CUresult's value).
+inline void check_driver_noexcept(int status, const char* call, const char* file,
+                                  int line) noexcept {
+  if (CURT_UNLIKELY(status != 0))
+    report_error(std::error_code(status, driver_category()), call, file, line);
+}
+template <class E, std::enable_if_t<is_driver_status<E>::value, int> = 0>
+void check_noexcept(E status, const char* call, const char* file, int line) noexcept {
+  check_driver_noexcept(static_cast<int>(status), call, file, line);
 }
 
 }  // namespace detail

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <curt/detail/config.hpp>
+#include <curt/detail/driver_result.hpp>
 #include <curt/detail/handle_state.hpp>
 #include <curt/detail/span_like.hpp>
 #include <curt/device.hpp>

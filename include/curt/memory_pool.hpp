@@ -201,7 +201,7 @@ inline cudaStream_t allocation_stream() {
   static std::mutex* const mutex = new std::mutex;        // never destroyed, as the streams
   static entries<entry>* const table = new entries<entry>;
   unsigned long long id = 0;
-  CURT_DRIVER_CALL(cuCtxGetId, 12000, current_context(), &id);
+  CURT_DETAIL_DRIVER_CALL(cuCtxGetId, 12000, current_context(), &id);
   std::lock_guard<std::mutex> lock(*mutex);
   for (const entry& e : *table)
     if (e.context_id == id) return e.stream;
@@ -585,7 +585,7 @@ class memory_pool_ref {
 
   CURT_COLD static void report_no_stream(const char* operation) noexcept {
     try {
-      detail::report_error(cudaErrorInvalidResourceHandle,
+      detail::report_error(make_error_code(cudaErrorInvalidResourceHandle),
                            (std::string("curt::memory_pool_ref::") + operation +
                             " on a stream that holds none (empty, moved-from or released): the "
                             "memory is not freed")

@@ -121,11 +121,11 @@ class wait_events {
   static bool alive(const entry& e) {
     unsigned long long id = 0;
     return e.context != nullptr &&
-           CURT_DRIVER_FUNCTION(cuCtxGetId, 12000)(e.context, &id) == CUDA_SUCCESS && id == e.id;
+           CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetId, 12000)(e.context, &id) == 0 && id == e.id;
   }
   const entry& for_context(CUcontext context) {
     unsigned long long id = 0;
-    CURT_DRIVER_CALL(cuCtxGetId, 12000, context, &id);
+    CURT_DETAIL_DRIVER_CALL(cuCtxGetId, 12000, context, &id);
     return for_context(context, id);
   }
   const entry& for_context(CUcontext context, unsigned long long id, bool verify_id = false) {
@@ -138,7 +138,7 @@ class wait_events {
     }
     if (verify_id) {
       unsigned long long now = 0;
-      if (CURT_DRIVER_FUNCTION(cuCtxGetId, 12000)(context, &now) != CUDA_SUCCESS || now != id)
+      if (CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetId, 12000)(context, &now) != 0 || now != id)
         detail::raise(cudaErrorContextIsDestroyed, "curt::stream::wait(stream)",
                       "the context of the stream waited on was destroyed after the stream was made "
                       "(cudaDeviceReset or cuCtxDestroy), and the stream with it",
@@ -525,7 +525,7 @@ class stream : public stream_ref {
     try {
       CUcontext context = detail::stream_context(handle_);
       unsigned long long id = 0;
-      if (context && CURT_DRIVER_FUNCTION(cuCtxGetId, 12000)(context, &id) == CUDA_SUCCESS) {
+      if (context && CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetId, 12000)(context, &id) == 0) {
         context_ = context;
         context_id_ = id;
       }

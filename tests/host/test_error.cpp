@@ -2,6 +2,7 @@
 #include <catch.hpp>
 #include <expect.hpp>
 
+#include <curt/detail/driver.hpp>  // CUresult: error.hpp does not include <cuda.h>
 #include <curt/error.hpp>
 
 #include <stdexcept>

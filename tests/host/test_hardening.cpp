@@ -5,6 +5,7 @@
 #include <catch.hpp>
 #include <expect.hpp>
 
+#include <curt/detail/driver.hpp>  // CUresult: error.hpp does not include <cuda.h>
 #include <curt/device.hpp>
 #include <curt/error.hpp>
 #include <curt/event.hpp>

@@ -5,5 +5,6 @@
 #pragma once
 
 #include <curt/detail/driver_lookup.hpp>
+#include <curt/detail/driver_result.hpp>
 
 #include <cudaTypedefs.h>

@@ -6,30 +6,48 @@
 //   CURT_DRIVER_CALL(cuDeviceGetUuid, 11040, &uuid, dev);   // checked call, throws cuda_error
 //   auto fn = CURT_DRIVER_FUNCTION(cuDeviceGetUuid, 11040);  // the typed function pointer
 // The PFN_<name>_v<version> typedef must be declared: <curt/detail/driver.hpp> brings all of
-// them (<cudaTypedefs.h>); this header declares only the few curt itself calls, so that every
-// translation unit does not compile all of <cudaTypedefs.h>.
+// them (<cudaTypedefs.h>, and <cuda.h>).
+//
+// This header does not include <cuda.h> (about a tenth of a g++ translation unit): curt's own
+// driver calls, from the headers of <curt/curt.hpp>, use the few handle types declared below
+// exactly as <cuda.h> declares them (a typedef may be declared twice when both agree) and
+// function types of their own with an int result, the value of the CUresult
+// (CURT_DETAIL_DRIVER_CALL / CURT_DETAIL_DRIVER_FUNCTION).
 #pragma once
 
 #include <curt/error.hpp>
 
-#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <string>
 
-// The driver functions curt calls, declared exactly as <cudaTypedefs.h> declares them (a typedef
-// may be declared twice when both agree).
-typedef CUresult(CUDAAPI* PFN_cuGetErrorName_v6000)(CUresult error, const char** pStr);
-typedef CUresult(CUDAAPI* PFN_cuGetErrorString_v6000)(CUresult error, const char** pStr);
-typedef CUresult(CUDAAPI* PFN_cuCtxGetCurrent_v4000)(CUcontext* pctx);
-typedef CUresult(CUDAAPI* PFN_cuCtxPushCurrent_v4000)(CUcontext ctx);
-typedef CUresult(CUDAAPI* PFN_cuCtxPopCurrent_v4000)(CUcontext* pctx);
-typedef CUresult(CUDAAPI* PFN_cuDeviceGet_v2000)(CUdevice_v1* device, int ordinal);
-typedef CUresult(CUDAAPI* PFN_cuCtxGetDevice_v2000)(CUdevice_v1* device);
-typedef CUresult(CUDAAPI* PFN_cuDevicePrimaryCtxRetain_v7000)(CUcontext* pctx, CUdevice_v1 dev);
-typedef CUresult(CUDAAPI* PFN_cuDevicePrimaryCtxRelease_v11000)(CUdevice_v1 dev);
-typedef CUresult(CUDAAPI* PFN_cuStreamGetCtx_v9020)(CUstream hStream, CUcontext* pctx);
-typedef CUresult(CUDAAPI* PFN_cuCtxGetId_v12000)(CUcontext ctx, unsigned long long* ctxId);
+typedef int CUdevice_v1;
+typedef CUdevice_v1 CUdevice;
+typedef struct CUctx_st* CUcontext;
+typedef struct CUstream_st* CUstream;
+
+#if defined(_WIN32)
+#  define CURT_DETAIL_DRIVER_API __stdcall
+#else
+#  define CURT_DETAIL_DRIVER_API
+#endif
+
+// The driver functions curt's core headers call. The result is CUresult's value (0: success).
+namespace curt::detail::driver_fn {
+using cuGetErrorName_v6000 = int(CURT_DETAIL_DRIVER_API*)(int error, const char** text);
+using cuGetErrorString_v6000 = int(CURT_DETAIL_DRIVER_API*)(int error, const char** text);
+using cuCtxGetCurrent_v4000 = int(CURT_DETAIL_DRIVER_API*)(CUcontext* context);
+using cuCtxPushCurrent_v4000 = int(CURT_DETAIL_DRIVER_API*)(CUcontext context);
+using cuCtxPopCurrent_v4000 = int(CURT_DETAIL_DRIVER_API*)(CUcontext* context);
+using cuDeviceGet_v2000 = int(CURT_DETAIL_DRIVER_API*)(CUdevice_v1* device, int ordinal);
+using cuCtxGetDevice_v2000 = int(CURT_DETAIL_DRIVER_API*)(CUdevice_v1* device);
+using cuDevicePrimaryCtxRetain_v7000 = int(CURT_DETAIL_DRIVER_API*)(CUcontext* context,
+                                                                     CUdevice_v1 device);
+using cuDevicePrimaryCtxRelease_v11000 = int(CURT_DETAIL_DRIVER_API*)(CUdevice_v1 device);
+using cuStreamGetCtx_v9020 = int(CURT_DETAIL_DRIVER_API*)(CUstream stream, CUcontext* context);
+using cuCtxGetId_v12000 = int(CURT_DETAIL_DRIVER_API*)(CUcontext context,
+                                                        unsigned long long* id);
+}  // namespace curt::detail::driver_fn
 
 namespace curt::detail {
 
@@ -67,12 +85,12 @@ inline void* find_driver_function(const char* symbol, int cuda_version) {
                    location(__FILE__, __LINE__));
 }
 
-inline const char* driver_error_name(CUresult status) noexcept {
+inline const char* driver_error_name(int status) noexcept {
   try {
-    static const auto get_name = reinterpret_cast<PFN_cuGetErrorName_v6000>(
+    static const auto get_name = reinterpret_cast<driver_fn::cuGetErrorName_v6000>(
         find_driver_function("cuGetErrorName", 6000));
     const char* name = nullptr;
-    if (get_name(status, &name) == CUDA_SUCCESS && name) return name;
+    if (get_name(status, &name) == 0 && name) return name;
   } catch (...) {
     // No driver: the caller falls back to the number.
   }
@@ -80,13 +98,13 @@ inline const char* driver_error_name(CUresult status) noexcept {
 }
 
 inline std::string driver_category_impl::message(int code) const {
-  const char* name = driver_error_name(static_cast<CUresult>(code));
+  const char* name = driver_error_name(code);
   std::string text = name ? name : "CUresult " + std::to_string(code);
   try {
-    static const auto get_string = reinterpret_cast<PFN_cuGetErrorString_v6000>(
+    static const auto get_string = reinterpret_cast<driver_fn::cuGetErrorString_v6000>(
         find_driver_function("cuGetErrorString", 6000));
     const char* description = nullptr;
-    if (get_string(static_cast<CUresult>(code), &description) == CUDA_SUCCESS && description)
+    if (get_string(code, &description) == 0 && description)
       text += std::string(" (") + description + ")";
   } catch (...) {
   }
@@ -113,4 +131,13 @@ inline std::string driver_category_impl::message(int code) const {
 #define CURT_DRIVER_CALL(name, version, ...)                                              \
   ::curt::detail::check(                                                                \
       CURT_DETAIL_DRIVER_LOOKUP(PFN_##name##_v##version, #name, version)(__VA_ARGS__),  \
+      #name, __FILE__, __LINE__)
+
+// curt's own calls, typed by curt::detail::driver_fn (an int result): no <cuda.h> needed.
+#define CURT_DETAIL_DRIVER_FUNCTION(name, version) \
+  CURT_DETAIL_DRIVER_LOOKUP(::curt::detail::driver_fn::name##_v##version, #name, version)
+#define CURT_DETAIL_DRIVER_CALL(name, version, ...)                                       \
+  ::curt::detail::check_driver(                                                           \
+      CURT_DETAIL_DRIVER_LOOKUP(::curt::detail::driver_fn::name##_v##version, #name,      \
+                                version)(__VA_ARGS__),                                    \
       #name, __FILE__, __LINE__)
