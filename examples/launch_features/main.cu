@@ -7,9 +7,14 @@
 //      cudaGridDependencySynchronize();
 //   3. a cooperative launch, sized by curt::grid_to_fill_device, that synchronizes the whole grid
 //      (grid.sync()) between two phases.
-// Each part prints PASSED or FAILED (or SKIPPED where the device lacks the feature). Exit code: 0
-// when no part failed, 1 otherwise, 77 when there is no device.
+// Inputs are random each run (the seed is printed; CURT_EXAMPLE_SEED repeats a run), outputs are
+// poisoned first. Each part prints PASSED or FAILED (or SKIPPED where the device lacks the
+// feature). Exit code: 0 when no part failed, 1 otherwise, 77 when there is no device.
+#include "example.hpp"
+
+#include <curt/copy.hpp>
 #include <curt/curt.hpp>
+#include <curt/memory.hpp>
 
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
@@ -25,42 +30,22 @@ namespace cg = cooperative_groups;
 
 namespace {
 
-// Device memory for `count` elements of T, freed when it goes out of scope. (curt has no memory
-// header yet, so the example keeps its own.)
+// A device buffer holding `host`'s elements, copied on `stream`.
 template <class T>
-class device_array {
- public:
-  explicit device_array(std::size_t count) : count_(count) {
-    CURT_CHECK(cudaMalloc(&data_, bytes()));
-  }
-  ~device_array() {
-    if (!data_) return;
-    cudaError_t status = cudaFree(data_);
-    if (status != cudaSuccess && status != cudaErrorCudartUnloading)
-      std::fprintf(stderr, "launch_features: cudaFree failed: %s\n", cudaGetErrorString(status));
-  }
-  device_array(const device_array&) = delete;
-  device_array& operator=(const device_array&) = delete;
-
-  T* get() const noexcept { return data_; }
-  std::size_t size() const noexcept { return count_; }
-  std::size_t bytes() const noexcept { return count_ * sizeof(T); }
-
-  void upload(const std::vector<T>& host, curt::stream_ref stream) const {
-    CURT_CHECK(cudaMemcpyAsync(data_, host.data(), bytes(), cudaMemcpyHostToDevice, stream));
-  }
-  // Copies back and waits for the stream.
-  std::vector<T> download(curt::stream_ref stream) const {
-    std::vector<T> host(count_);
-    CURT_CHECK(cudaMemcpyAsync(host.data(), data_, bytes(), cudaMemcpyDeviceToHost, stream));
-    stream.synchronize();
-    return host;
-  }
-
- private:
-  std::size_t count_;
-  T* data_ = nullptr;
-};
+curt::device_buffer<T> to_device(curt::device device, const std::vector<T>& host,
+                                 curt::stream_ref stream) {
+  curt::device_buffer<T> buffer(device, host.size());
+  curt::copy(buffer, host, stream);
+  return buffer;
+}
+// A buffer's elements, copied back once the stream has done its work.
+template <class T>
+std::vector<T> to_host(const curt::device_buffer<T>& buffer, curt::stream_ref stream) {
+  std::vector<T> host(buffer.size());
+  curt::copy(host, buffer, stream);
+  stream.synchronize();
+  return host;
+}
 
 constexpr unsigned kBlockThreads = 256;  // a power of two: block_sum halves it
 
@@ -120,19 +105,17 @@ bool cluster_part(curt::device device, curt::stream_ref stream) {
   }
   const unsigned blocks = kClusterCount * kClusterBlocks;
   const unsigned n = blocks * kItemsPerBlock;
-  std::vector<int> in(n);
-  for (unsigned i = 0; i < n; ++i) in[i] = static_cast<int>((i * 37u) % 2001u) - 1000;
+  const std::vector<int> in = curt_example::random_values<int>(n, -1000, 1000);
   std::vector<long long> expected(kClusterCount, 0);
   for (unsigned i = 0; i < n; ++i) expected[i / (kClusterBlocks * kItemsPerBlock)] += in[i];
 
-  device_array<int> d_in(n);
-  device_array<long long> d_sums(kClusterCount);
-  d_in.upload(in, stream);
-  CURT_CHECK(cudaMemsetAsync(d_sums.get(), 0, d_sums.bytes(), stream));
+  const curt::device_buffer<int> d_in = to_device(device, in, stream);
+  curt::device_buffer<long long> d_sums(device, kClusterCount);
+  curt::memset(d_sums, 0x5A, stream);  // poisoned: a sum not written shows
   const curt::launch_config config =
       curt::launch_config(dim3(blocks), dim3(kBlockThreads)).cluster_dims(dim3(kClusterBlocks));
-  curt::launch(stream, config, cluster_sum_kernel, d_in.get(), d_sums.get(), n);
-  const std::vector<long long> sums = d_sums.download(stream);
+  curt::launch(stream, config, cluster_sum_kernel, d_in.data(), d_sums.data(), n);
+  const std::vector<long long> sums = to_host(d_sums, stream);
 
   unsigned wrong = 0;
   for (unsigned c = 0; c < kClusterCount; ++c) wrong += sums[c] != expected[c];
@@ -168,34 +151,37 @@ bool pdl_part(curt::device device, curt::stream_ref stream) {
   }
   constexpr unsigned n = 1u << 20;
   constexpr int rounds = 4;
+  // Whole numbers (random each run): every step below is exact in float (|values| stay under
+  // 2^15), so the GPU must agree with the CPU exactly.
   std::vector<float> x(n), z(n);
+  const std::vector<int> xs = curt_example::random_values<int>(n, -999, 999);
+  const std::vector<int> zs = curt_example::random_values<int>(n, -50, 50);
   for (unsigned i = 0; i < n; ++i) {
-    x[i] = static_cast<float>(static_cast<int>(i % 1999u) - 999);
-    z[i] = static_cast<float>(static_cast<int>((i * 7u) % 101u) - 50);
+    x[i] = static_cast<float>(xs[i]);
+    z[i] = static_cast<float>(zs[i]);
   }
-  // The CPU reference; every step is exact in float, so the GPU must agree exactly.
   std::vector<float> expected = x;
   for (int r = 0; r < rounds; ++r)
     for (unsigned i = 0; i < n; ++i) expected[i] = (2.0f * expected[i] + 1.0f) + 0.5f * z[i];
 
-  device_array<float> d_a(n), d_b(n), d_y(n), d_z(n);
-  d_a.upload(x, stream);
-  d_z.upload(z, stream);
+  curt::device_buffer<float> d_a = to_device(device, x, stream);
+  const curt::device_buffer<float> d_z = to_device(device, z, stream);
+  curt::device_buffer<float> d_b(device, n), d_y(device, n);
+  curt::fill(d_b, std::nanf(""), stream);  // poisoned: an element not computed shows
+  curt::fill(d_y, std::nanf(""), stream);
   const curt::launch_config producer{dim3(curt::ceil_div(n, kBlockThreads)), dim3(kBlockThreads)};
   curt::launch_config consumer = producer;
   consumer.programmatic_stream_serialization();
   // Each round: producer (a -> y) then consumer (y, z -> b), which overlaps the producer; the next
   // round's producer is an ordinary launch, so it waits for the consumer to finish.
-  float* in = d_a.get();
-  float* out = d_b.get();
+  curt::device_buffer<float>* in = &d_a;
+  curt::device_buffer<float>* out = &d_b;
   for (int r = 0; r < rounds; ++r) {
-    curt::launch(stream, producer, pdl_producer, in, d_y.get(), n);
-    curt::launch(stream, consumer, pdl_consumer, d_y.get(), d_z.get(), out, n);
+    curt::launch(stream, producer, pdl_producer, in->data(), d_y.data(), n);
+    curt::launch(stream, consumer, pdl_consumer, d_y.data(), d_z.data(), out->data(), n);
     std::swap(in, out);
   }
-  std::vector<float> result(n);
-  CURT_CHECK(cudaMemcpyAsync(result.data(), in, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
-  stream.synchronize();
+  const std::vector<float> result = to_host(*in, stream);
 
   unsigned wrong = 0;
   for (unsigned i = 0; i < n; ++i) wrong += !(result[i] == expected[i]);
@@ -234,23 +220,20 @@ bool cooperative_part(curt::device device, curt::stream_ref stream) {
     return true;
   }
   constexpr unsigned n = 1u << 20;
-  std::vector<int> in(n);
+  const std::vector<int> in = curt_example::random_values<int>(n, -400, 599);
   long long total = 0;
-  for (unsigned i = 0; i < n; ++i) {
-    in[i] = static_cast<int>((i * 2654435761u) % 1000u) - 400;
-    total += in[i];
-  }
+  for (int v : in) total += v;
 
   // Every block must be resident at once: as many as fill the device, no more.
   const unsigned blocks = curt::grid_to_fill_device(device, center_kernel, kBlockThreads);
-  device_array<int> d_in(n);
-  device_array<long long> d_block_sums(blocks);
-  device_array<long long> d_out(n);
-  d_in.upload(in, stream);
+  const curt::device_buffer<int> d_in = to_device(device, in, stream);
+  curt::device_buffer<long long> d_block_sums(device, blocks), d_out(device, n);
+  curt::memset(d_block_sums, 0x5A, stream);  // poisoned
+  curt::memset(d_out, 0x5A, stream);
   curt::launch_config config{dim3(blocks), dim3(kBlockThreads)};
   config.cooperative();
-  curt::launch(stream, config, center_kernel, d_in.get(), d_block_sums.get(), d_out.get(), n);
-  const std::vector<long long> out = d_out.download(stream);
+  curt::launch(stream, config, center_kernel, d_in.data(), d_block_sums.data(), d_out.data(), n);
+  const std::vector<long long> out = to_host(d_out, stream);
 
   unsigned wrong = 0;
   for (unsigned i = 0; i < n; ++i) wrong += out[i] != static_cast<long long>(in[i]) * n - total;
