@@ -169,6 +169,17 @@ inline wait_events& thread_wait_events() {
   return events;
 }
 
+// A wait (synchronize, query) that CUDA refused because a capture is in progress: says so.
+inline void check_wait(cudaError_t status, const char* call, const char* file, int line) {
+  if (CURT_LIKELY(status == cudaSuccess)) return;
+  if (status == cudaErrorStreamCaptureUnsupported || status == cudaErrorStreamCaptureImplicit)
+    throw_error(make_error_code(status), call, location(file, line),
+                "the stream is being captured (or a capture in global mode is in progress "
+                "elsewhere): CUDA refuses to wait during a capture and invalidates that capture; "
+                "end it (cudaStreamEndCapture, curt::capture_scope::end) before waiting");
+  throw_error(status, call, file, line);
+}
+
 }  // namespace detail
 
 /// A non-owning stream handle. Implicitly constructible from cudaStream_t and cuda::stream_ref,
@@ -213,7 +224,8 @@ class stream_ref {
     std::exception_ptr error;
     {
       detail::stream_context_scope in_context(h);
-      detail::check(cudaStreamSynchronize(h), "cudaStreamSynchronize(stream)", __FILE__, __LINE__);
+      detail::check_wait(cudaStreamSynchronize(h), "cudaStreamSynchronize(stream)", __FILE__,
+                         __LINE__);
       error = detail::host_errors().take(h);
     }
     detail::deferred().drain();
@@ -228,7 +240,7 @@ class stream_ref {
       (void)cudaGetLastError();
       return false;
     }
-    detail::check(status, "cudaStreamQuery(stream)", __FILE__, __LINE__);
+    detail::check_wait(status, "cudaStreamQuery(stream)", __FILE__, __LINE__);
     return true;
   }
 
