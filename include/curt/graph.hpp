@@ -23,6 +23,7 @@
 // programmatic (PDL) edges.
 #pragma once
 
+#include <curt/detail/graph_bodies.hpp>
 #include <curt/detail/graph_errors.hpp>
 #include <curt/detail/handle_state.hpp>
 #include <curt/detail/host_function.hpp>
@@ -274,6 +275,7 @@ class graph : public graph_ref {
     cudaGraph_t created = nullptr;
     detail::current_device_scope in_context;
     detail::check(cudaGraphCreate(&created, 0), "cudaGraphCreate", __FILE__, __LINE__);
+    detail::forget_conditional_bodies(created);  // a new graph is no conditional body
     return graph(created);
   }
   /// An empty owner: every use throws until a graph is assigned.
@@ -317,6 +319,7 @@ class graph : public graph_ref {
     if (detail::is_state_handle(handle_)) return;
     try {
       detail::current_device_scope in_context;
+      detail::forget_conditional_bodies(handle_);  // its conditional nodes' bodies die with it
       detail::check_noexcept(cudaGraphDestroy(handle_), "cudaGraphDestroy(graph)", __FILE__,
                              __LINE__);
     } catch (const cuda_error& error) {  // no context could be made current
@@ -499,6 +502,7 @@ inline graph graph_ref::clone() const {
     status = cudaGraphClone(&copy, g);
   }
   if (CURT_UNLIKELY(status != cudaSuccess)) detail::throw_clone_error(status, g, __FILE__, __LINE__);
+  detail::forget_conditional_bodies(copy);  // a new graph is no conditional body
   return graph::from_native_handle(copy);
 }
 
@@ -530,7 +534,7 @@ inline graph_exec graph_ref::instantiate_with(instantiate_flags flags, cudaStrea
     status = cudaGraphInstantiateWithParams(&exec, g, &params);
   }
   if (CURT_UNLIKELY(status != cudaSuccess))
-    detail::throw_instantiate_error(status, params, __FILE__, __LINE__);
+    detail::throw_instantiate_error(status, params, __FILE__, __LINE__, g);
   return graph_exec::from_native_handle(exec);
 }
 

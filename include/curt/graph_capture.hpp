@@ -167,7 +167,10 @@ inline cudaGraph_t end_capture(cudaStream_t stream, bool& ended, bool owns_graph
   (void)cudaGetLastError();
   capture_status now = diagnose(
       [&] {
-        if (graph && owns_graph) (void)cudaGraphDestroy(graph);
+        if (graph && owns_graph) {
+          forget_conditional_bodies(graph);
+          (void)cudaGraphDestroy(graph);
+        }
         return raw_capture_status(stream);
       },
       stream);
@@ -190,9 +193,11 @@ inline void abandon_capture(cudaStream_t stream, bool owns_graph) noexcept {
     else
       check_noexcept(status, "cudaStreamEndCapture(stream) (a capture left without end())",
                      __FILE__, __LINE__);
-    if (graph && owns_graph)
+    if (graph && owns_graph) {
+      forget_conditional_bodies(graph);
       check_noexcept(cudaGraphDestroy(graph), "cudaGraphDestroy(abandoned capture)", __FILE__,
                      __LINE__);
+    }
   } catch (const cuda_error& error) {  // the stream's context could not be made current
     handle_error(error);
   }

@@ -109,22 +109,7 @@ void require_stream_works(curt::stream_ref s) {
   CHECK(dy.download() == affine_ref(x, a, b));
 }
 
-// Requires `action` to throw a cuda_error whose message has every fragment, whatever its status
-// (printed): for refusals whose code CUDA does not document.
-template <class Action>
-curt::cuda_error require_any_cuda_error(Action&& action,
-                                        std::initializer_list<const char*> fragments) {
-  try {
-    action();
-  } catch (const curt::cuda_error& error) {
-    INFO("what(): " << error.what());
-    CHECK(error.status() != cudaSuccess);
-    for (const char* fragment : fragments) CHECK_THAT(error.what(), ContainsSubstring(fragment));
-    return error;
-  }
-  FAIL("expected a curt::cuda_error");
-  throw;  // unreachable: FAIL aborts the test case
-}
+using curt_test::require_any_cuda_error;
 
 // The stream captures nothing and the thread holds no error.
 void require_not_capturing(curt::stream_ref s) {
@@ -144,18 +129,7 @@ bool zero_edge_data(const cudaGraphEdgeData& d) {
   return std::memcmp(&d, &zero, sizeof d) == 0;
 }
 
-// Polls `done` for up to 20 s, calling `drain` (a curt drain point) between polls.
-template <class Done, class Drain>
-bool eventually(Done done, Drain drain) {
-  auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    drain();
-    if (done()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  drain();
-  return done();
-}
+using curt_test::eventually;
 
 using curt_test::destroyed_on;
 using curt_test::lifetime;

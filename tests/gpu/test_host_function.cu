@@ -137,18 +137,7 @@ class error_recorder : public handled_errors {
   curt::error_handler previous_ = nullptr;
 };
 
-// Polls `done` for up to 20 s, calling `drain` (a curt drain point) between polls.
-template <class Done, class Drain>
-bool eventually(Done done, Drain drain) {
-  auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    drain();
-    if (done()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  drain();
-  return done();
-}
+using curt_test::eventually;
 
 class graph_failure : public std::runtime_error {
  public:

@@ -35,6 +35,23 @@ Exception require_cuda_error(Action&& action, cudaError_t status,
   throw;  // unreachable: FAIL aborts the test case
 }
 
+/// Runs `action` and requires a curt::cuda_error whose what() has every fragment, whatever its
+/// status: for refusals whose code CUDA does not document. Returns the exception.
+template <class Action>
+curt::cuda_error require_any_cuda_error(Action&& action,
+                                        std::initializer_list<const char*> fragments) {
+  try {
+    action();
+  } catch (const curt::cuda_error& error) {
+    INFO("what(): " << error.what());
+    CHECK(error.status() != cudaSuccess);
+    for (const char* fragment : fragments) CHECK_THAT(error.what(), ContainsSubstring(fragment));
+    return error;
+  }
+  FAIL("expected a curt::cuda_error");
+  throw;  // unreachable: FAIL aborts the test case
+}
+
 /// A generator seeded afresh each run (or from CURT_TEST_SEED); the seed is printed to reproduce.
 inline std::mt19937_64& rng() {
   static std::mt19937_64 engine = [] {

@@ -11,6 +11,19 @@
 
 namespace curt_test {
 
+/// Polls `done` for up to 20 s, calling `drain` (a curt drain point) between polls.
+template <class Done, class Drain>
+bool eventually(Done done, Drain drain) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    drain();
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  drain();
+  return done();
+}
+
 // Counts errors that destructors report instead of throwing (a double destroy would be one).
 inline std::atomic<int> destructor_errors{0};
 inline void count_destructor_error(const std::exception&) noexcept { destructor_errors.fetch_add(1); }

@@ -217,9 +217,66 @@ CURT_COLD inline std::size_t count_nodes(cudaGraph_t graph,
   return found;
 }
 
+// What makes CUDA allow a graph only one executable graph at a time: its conditional nodes,
+// memory allocation and free nodes, device-updatable kernel nodes (counted on failure only).
+struct single_exec_nodes {
+  std::size_t conditional = 0, memory = 0, device_updatable = 0;
+};
+
+CURT_COLD inline void count_single_exec_nodes(cudaGraph_t graph, single_exec_nodes& found,
+                                              int depth) {
+  std::size_t n = 0;
+  std::vector<cudaGraphNode_t> nodes;
+  if (depth < 16 && cudaGraphGetNodes(graph, nullptr, &n) == cudaSuccess && n) {
+    nodes.resize(n);
+    if (cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) nodes.clear();
+  }
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    if (cudaGraphNodeGetType(node, &type) != cudaSuccess) continue;
+    found.conditional += type == cudaGraphNodeTypeConditional;
+    found.memory += type == cudaGraphNodeTypeMemAlloc || type == cudaGraphNodeTypeMemFree;
+    cudaLaunchAttributeValue value{};
+    if (type == cudaGraphNodeTypeKernel &&
+        cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributeDeviceUpdatableKernelNode,
+                                        &value) == cudaSuccess)
+      found.device_updatable += value.deviceUpdatableKernelNode.deviceUpdatable != 0;
+    cudaGraph_t child = nullptr;
+    if (type == cudaGraphNodeTypeGraph && cudaGraphChildGraphNodeGetGraph(node, &child) == cudaSuccess)
+      count_single_exec_nodes(child, found, depth + 1);  // a moved-in child's memory nodes count
+  }
+  (void)cudaGetLastError();
+}
+CURT_COLD inline single_exec_nodes count_single_exec_nodes(cudaGraph_t graph) {
+  single_exec_nodes found;
+  count_single_exec_nodes(graph, found, 0);
+  return found;
+}
+
+// "; the graph holds 1 conditional node(s): CUDA allows ..." for a refused instantiation of a
+// graph CUDA instantiates only once at a time; empty for any other graph.
+CURT_COLD inline std::string describe_single_exec(const single_exec_nodes& nodes) {
+  std::string held;
+  auto add = [&](std::size_t count, const char* what) {
+    if (!count) return;
+    held += (held.empty() ? "" : ", ") + std::to_string(count) + " " + what;
+  };
+  add(nodes.conditional, "conditional node(s)");
+  add(nodes.memory, "memory allocation or free node(s)");
+  add(nodes.device_updatable, "device-updatable kernel node(s)");
+  if (held.empty()) return {};
+  return "; the graph holds " + held +
+         ": CUDA allows such a graph only one executable graph at a time, so if another one "
+         "exists, destroy it first" +
+         std::string(nodes.device_updatable ? ""
+                                            : " (or give it this graph's changes with "
+                                              "graph_exec::update)");
+}
+
 [[noreturn]] CURT_COLD inline void throw_instantiate_error(cudaError_t status,
                                                           const cudaGraphInstantiateParams& params,
-                                                          const char* file, int line) {
+                                                          const char* file, int line,
+                                                          cudaGraph_t graph = nullptr) {
   std::string log = take_driver_log();  // before the diagnosis
   (void)cudaGetLastError();
   std::string why = instantiate_result_name(params.result_out);
@@ -228,6 +285,7 @@ CURT_COLD inline std::size_t count_nodes(cudaGraph_t graph,
   why += params.errNode_out
              ? "; error node: " + diagnose([&] { return describe_node(params.errNode_out); })
              : std::string("; the driver names no node");
+  if (graph) why += describe_single_exec(diagnose([&] { return count_single_exec_nodes(graph); }));
   throw_error_with_log(make_error_code(status),
                        "cudaGraphInstantiateWithParams(graph, flags " +
                            describe_instantiate_flags(params.flags) + ")",
@@ -244,7 +302,7 @@ CURT_COLD inline std::size_t count_nodes(cudaGraph_t graph,
     if (!unclonable) return std::string();
     return "the graph holds " + std::to_string(unclonable) +
            " memory allocation, memory free or conditional nodes, and CUDA cannot clone such a "
-           "graph: capture it again instead";
+           "graph: build or capture it again instead";
   });
   throw_error_with_log(make_error_code(status), "cudaGraphClone(graph)", location(file, line),
                        std::move(why), std::move(log));
