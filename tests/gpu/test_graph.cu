@@ -87,11 +87,7 @@ int random_coefficient() { return curt_test::random_ints(1, 2, 50)[0]; }
 std::vector<int> random_inputs(int n) { return curt_test::random_ints(std::size_t(n), 0, 1000); }
 std::size_t count(int n) { return static_cast<std::size_t>(n); }
 
-std::vector<int> affine_ref(const std::vector<int>& x, int a, int b) {
-  std::vector<int> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = a * x[i] + b;
-  return y;
-}
+using curt_test::affine_ref;
 std::vector<int> square_plus_ref(const std::vector<int>& x, int c) {
   std::vector<int> y(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * x[i] + c;

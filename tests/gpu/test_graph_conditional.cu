@@ -137,24 +137,9 @@ int random_coefficient() { return curt_test::random_ints(1, 2, 50)[0]; }
 std::vector<int> random_inputs(int n) { return curt_test::random_ints(std::size_t(n), 0, 1000); }
 std::vector<int> poisoned(int n) { return std::vector<int>(count(n), -1); }
 
-std::vector<int> affine_ref(const std::vector<int>& x, int a, int b) {
-  std::vector<int> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = a * x[i] + b;
-  return y;
-}
+using curt_test::affine_ref;
 
-// A device_array as a range (data(), size()) for curt's copies, fills and nodes.
-template <class T>
-struct range {
-  T* pointer;
-  std::size_t count;
-  T* data() const noexcept { return pointer; }
-  std::size_t size() const noexcept { return count; }
-};
-template <class T>
-range<T> all_of(const device_array<T>& a) {
-  return range<T>{a.get(), a.size()};
-}
+using curt_test::all_of;
 
 // Products and differences stored as floats, one at a time: no contraction into FMAs.
 float rounded(float value) {

@@ -17,6 +17,7 @@
 // g++ 13): assertions live only in TEST_CASE bodies, free functions and lambdas. Device lambdas
 // need an enclosing function nvcc can name: they live in namespace graph_nodes_test.
 #include <catch.hpp>
+#include <error_recorder.hpp>
 #include <device_array.hpp>
 #include <expect.hpp>
 #include <host_helpers.hpp>
@@ -114,24 +115,9 @@ std::vector<int> random_inputs(int n) { return curt_test::random_ints(std::size_
 std::size_t count(int n) { return static_cast<std::size_t>(n); }
 std::vector<int> poisoned(int n) { return std::vector<int>(count(n), -1); }
 
-std::vector<int> affine_ref(const std::vector<int>& x, int a, int b) {
-  std::vector<int> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = a * x[i] + b;
-  return y;
-}
+using curt_test::affine_ref;
 
-// A device_array as a range (data(), size()) for curt's copies, fills and nodes.
-template <class T>
-struct range {
-  T* pointer;
-  std::size_t count;
-  T* data() const noexcept { return pointer; }
-  std::size_t size() const noexcept { return count; }
-};
-template <class T>
-range<T> all_of(const device_array<T>& a) {
-  return range<T>{a.get(), a.size()};
-}
+using curt_test::all_of;
 
 std::size_t count_type(curt::graph_ref g, cudaGraphNodeType type) {
   std::size_t found = 0;
@@ -152,54 +138,7 @@ class node_failure : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// What curt hands to the error handler (on any thread).
-struct handled_errors {
-  std::atomic<int> count{0};
-  std::atomic<int> host_function_errors{0};
-  std::mutex mutex;
-  std::vector<std::string> messages;
-  std::vector<std::exception_ptr> originals;
-};
-handled_errors* current_errors = nullptr;
-void record_error(const std::exception& error) noexcept {
-  handled_errors* errors = current_errors;
-  if (!errors) return;
-  try {
-    std::lock_guard<std::mutex> lock(errors->mutex);
-    errors->messages.emplace_back(error.what());
-    if (auto* h = dynamic_cast<const curt::host_function_error*>(&error)) {
-      errors->originals.push_back(h->original());
-      errors->host_function_errors.fetch_add(1);
-    }
-  } catch (...) {
-  }
-  errors->count.fetch_add(1);
-}
-// Installs record_error for its lifetime.
-class error_recorder {
- public:
-  explicit error_recorder(handled_errors& errors) {
-    current_errors = &errors;
-    previous_ = curt::set_error_handler(&record_error);
-  }
-  ~error_recorder() {
-    curt::set_error_handler(previous_);
-    current_errors = nullptr;
-  }
-  error_recorder(const error_recorder&) = delete;
-  error_recorder& operator=(const error_recorder&) = delete;
-
- private:
-  curt::error_handler previous_ = nullptr;
-};
-std::string message_of(handled_errors& errors, std::size_t i) {
-  std::lock_guard<std::mutex> lock(errors.mutex);
-  return i < errors.messages.size() ? errors.messages[i] : std::string();
-}
-std::exception_ptr original_of(handled_errors& errors, std::size_t i) {
-  std::lock_guard<std::mutex> lock(errors.mutex);
-  return i < errors.originals.size() ? errors.originals[i] : nullptr;
-}
+using curt_test::error_recorder;
 
 }  // namespace
 
@@ -557,8 +496,7 @@ TEST_CASE("a host node runs on every launch; the graph owns its callable, destro
           "[graph][nodes]") {
   curt::device d(0);
   curt::stream s(d);
-  handled_errors errors;
-  error_recorder recorder(errors);
+  error_recorder errors;
   const int n = random_size();
   const int a = random_coefficient(), b = random_coefficient();
   device_array<int> x(count(n)), y(count(n)), z(count(n));
@@ -604,11 +542,11 @@ TEST_CASE("a host node runs on every launch; the graph owns its callable, destro
   CHECK(destroyed_on(*life) == std::this_thread::get_id());
 
   REQUIRE(errors.count.load() == 1);
-  std::string what = message_of(errors, 0);
+  std::string what = errors.message(0);
   INFO("handled: " << what);
   CHECK_THAT(what, ContainsSubstring("in a graph"));
   CHECK_THAT(what, ContainsSubstring(message));
-  std::exception_ptr original = original_of(errors, 0);
+  std::exception_ptr original = errors.original(0);
   REQUIRE(original != nullptr);
   try {
     std::rethrow_exception(original);

@@ -43,11 +43,7 @@ curt::launch_config config_for(int n) {
 
 int random_size() { return curt_test::random_ints(1, 1000, 5000)[0]; }
 int random_coefficient() { return curt_test::random_ints(1, 2, 50)[0]; }
-std::vector<int> affine_ref(const std::vector<int>& x, int a, int b) {
-  std::vector<int> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = a * x[i] + b;
-  return y;
-}
+using curt_test::affine_ref;
 
 // Runs affine on `s` over fresh inputs into a poisoned output and compares with the CPU.
 void require_stream_works(curt::stream_ref s) {

@@ -8,6 +8,7 @@
 //
 // Test cases tagged [api-error] make CUDA calls fail on purpose (see test_stream.cu).
 #include <catch.hpp>
+#include <error_recorder.hpp>
 #include <lifetime_probe.hpp>
 #include <kernels.cuh>
 #include <device_array.hpp>
@@ -57,11 +58,7 @@ curt::launch_config config_for(int n) {
 int random_size() { return curt_test::random_ints(1, 1000, 5000)[0]; }
 int random_coefficient() { return curt_test::random_ints(1, 2, 50)[0]; }
 std::vector<int> random_inputs(int n) { return curt_test::random_ints(std::size_t(n), 0, 100000); }
-std::vector<int> affine_ref(const std::vector<int>& x, int a, int b) {
-  std::vector<int> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = a * x[i] + b;
-  return y;
-}
+using curt_test::affine_ref;
 
 // Pinned host memory, poisoned (0xFF bytes) when made and on request.
 class pinned_ints {
@@ -89,53 +86,7 @@ using curt_test::destroyed_on;
 using curt_test::lifetime;
 using curt_test::probe;
 
-// Records what curt hands to the error handler (on any thread).
-struct handled_errors {
-  std::atomic<int> count{0};
-  std::atomic<int> host_function_errors{0};
-  std::mutex mutex;
-  std::vector<std::string> messages;
-  std::vector<std::exception_ptr> originals;
-};
-handled_errors* current_errors = nullptr;
-void record_error(const std::exception& error) noexcept {
-  handled_errors* errors = current_errors;
-  if (!errors) return;
-  try {
-    std::lock_guard<std::mutex> lock(errors->mutex);
-    errors->messages.emplace_back(error.what());
-    if (auto* h = dynamic_cast<const curt::host_function_error*>(&error)) {
-      errors->originals.push_back(h->original());
-      errors->host_function_errors.fetch_add(1);
-    }
-  } catch (...) {
-  }
-  errors->count.fetch_add(1);
-}
-class error_recorder : public handled_errors {
- public:
-  error_recorder() {
-    current_errors = this;
-    previous_ = curt::set_error_handler(&record_error);
-  }
-  ~error_recorder() {
-    curt::set_error_handler(previous_);
-    current_errors = nullptr;
-  }
-  error_recorder(const error_recorder&) = delete;
-  error_recorder& operator=(const error_recorder&) = delete;
-  std::string message(std::size_t i) {
-    std::lock_guard<std::mutex> lock(mutex);
-    return i < messages.size() ? messages[i] : std::string();
-  }
-  std::exception_ptr original(std::size_t i) {
-    std::lock_guard<std::mutex> lock(mutex);
-    return i < originals.size() ? originals[i] : nullptr;
-  }
-
- private:
-  curt::error_handler previous_ = nullptr;
-};
+using curt_test::error_recorder;
 
 using curt_test::eventually;
 

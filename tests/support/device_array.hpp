@@ -91,4 +91,17 @@ class device_array {
   std::size_t n_;
 };
 
+/// A device_array as a range (data(), size()) for curt's copies, fills and graph nodes.
+template <class T>
+struct array_range {
+  T* pointer;
+  std::size_t count;
+  T* data() const noexcept { return pointer; }
+  std::size_t size() const noexcept { return count; }
+};
+template <class T>
+array_range<T> all_of(const device_array<T>& a) {
+  return array_range<T>{a.get(), a.size()};
+}
+
 }  // namespace curt_test

@@ -114,4 +114,11 @@ void require_same_bytes(const Got& got, const Want& want) {
   CHECK(bad == 0);
 }
 
+/// The CPU reference of the affine kernels the tests use: y[i] = a * x[i] + b.
+inline std::vector<int> affine_ref(const std::vector<int>& x, int a, int b) {
+  std::vector<int> y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) y[i] = a * x[i] + b;
+  return y;
+}
+
 }  // namespace curt_test
