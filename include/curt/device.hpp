@@ -410,16 +410,39 @@ class retained_primary_context {
   bool retained_ = false;
 };
 
+inline bool primary_context_active(CUdevice device) {
+  unsigned flags = 0;
+  int active = 0;
+  CURT_DETAIL_DRIVER_CALL(cuDevicePrimaryCtxGetState, 7000, device, &flags, &active);
+  return active != 0;
+}
+
+/// Asks for current_device_scope's form for calls whose answer does not depend on the context.
+struct any_context_t {
+  explicit any_context_t() = default;
+};
+inline constexpr any_context_t any_context{};
+
 /// On a thread with no current context, makes the primary context of device `ordinal` current
 /// for the scope (-1: of the runtime's current device, cudaGetDevice) and pops it at the end: the
 /// context a runtime call would make current on such a thread, without leaving it current. Some
 /// runtime calls (cudaMemRangeGetAttribute, on CUDA 13.0) do not make one current at all and fail
 /// with cudaErrorDeviceUninitialized instead. One cuCtxGetCurrent when a context is current.
+/// A primary context it finds inactive is initialized by the runtime (cudaInitDevice), which
+/// keeps it as its first call on that device would: releasing curt's own reference at the end
+/// must not destroy it again, or every such call would pay for a context creation.
+/// With any_context (pointer and range queries, advice: calls that only need some context), a
+/// primary context that is active already serves, the runtime device's first, then any other:
+/// a process that works on device 1 only never gets one on device 0 from them.
 class current_device_scope {
  public:
   explicit current_device_scope(int ordinal = -1) {
     if (CURT_LIKELY(current_context() != nullptr)) return;
     enter(ordinal);
+  }
+  explicit current_device_scope(any_context_t) {
+    if (CURT_LIKELY(current_context() != nullptr)) return;
+    enter_any();
   }
 
  private:
@@ -430,7 +453,25 @@ class current_device_scope {
     if (ordinal < 0) check(cudaGetDevice(&ordinal), "cudaGetDevice", __FILE__, __LINE__);
     CUdevice device = 0;
     CURT_DETAIL_DRIVER_CALL(cuDeviceGet, 2000, &device, ordinal);
+    if (!primary_context_active(device))
+      check(cudaInitDevice(ordinal, 0, 0), "cudaInitDevice", __FILE__, __LINE__);
     pushed_.push(primary_.retain(device));
+  }
+  CURT_COLD void enter_any() {
+    int ordinal = 0;
+    check(cudaGetDevice(&ordinal), "cudaGetDevice", __FILE__, __LINE__);
+    int count = 0;
+    CURT_DETAIL_DRIVER_CALL(cuDeviceGetCount, 2000, &count);
+    for (int step = 0; step < count; ++step) {  // the runtime's device first
+      int candidate = (ordinal + step) % count;
+      CUdevice device = 0;
+      CURT_DETAIL_DRIVER_CALL(cuDeviceGet, 2000, &device, candidate);
+      if (primary_context_active(device)) {
+        pushed_.push(primary_.retain(device));
+        return;
+      }
+    }
+    enter(ordinal);
   }
 
   retained_primary_context primary_;  // declared first: popped before it is released

@@ -19,9 +19,11 @@
 // or prefetch on a stream that is not being captured.
 //
 // Contexts: prefetch runs in the stream's context on a thread with none current. advise() and
-// the queries have no stream: on a thread with no current context they run in the primary
-// context of the runtime's current device, popped afterwards. (CUDA 13.0's range queries do not
-// make one current themselves: on such a thread they fail with cudaErrorDeviceUninitialized.)
+// the queries have no stream: on a thread with no current context they run in a primary context
+// that is active already (the runtime's current device's first), or else in the runtime's
+// current device's, which the runtime then keeps; it is popped afterwards. (CUDA 13.0's range
+// queries do not make one current themselves: on such a thread they fail with
+// cudaErrorDeviceUninitialized.)
 //
 // Read-mostly advice and unset_preferred_location ignore their location, but CUDA 13.0 refuses
 // one that is none() (cudaErrorInvalidValue, seen for read-mostly): curt passes host() for them
@@ -127,7 +129,7 @@ inline memory_location range_location(const void* pointer, std::size_t bytes,
   void* data[2] = {&type, &id};
   std::size_t sizes[2] = {sizeof type, sizeof id};
   cudaMemRangeAttribute attributes[2] = {type_attribute, id_attribute};
-  current_device_scope in_context;
+  current_device_scope in_context(any_context);
   cudaError_t status =
       cudaMemRangeGetAttributes(data, sizes, attributes, 2, pointer, bytes);
   if (CURT_UNLIKELY(status != cudaSuccess))
@@ -185,7 +187,7 @@ inline void advise(const void* pointer, std::size_t bytes, memory_advice advice,
                                 advice == memory_advice::unset_preferred_location;
   if (location_ignored && location.is_none())
     native = memory_location::host().native();  // ignored, but must be valid
-  detail::current_device_scope in_context;
+  detail::current_device_scope in_context(detail::any_context);
   cudaError_t status =
       cudaMemAdvise(pointer, bytes, static_cast<cudaMemoryAdvise>(advice), native);
   if (CURT_UNLIKELY(status != cudaSuccess))
@@ -205,7 +207,7 @@ void advise(const Range& range, memory_advice advice, memory_location location =
 /// Whether the whole range has read-mostly advice.
 inline bool is_read_mostly(const void* pointer, std::size_t bytes) {
   int value = 0;
-  detail::current_device_scope in_context;
+  detail::current_device_scope in_context(detail::any_context);
   cudaError_t status = cudaMemRangeGetAttribute(&value, sizeof value,
                                                 cudaMemRangeAttributeReadMostly, pointer, bytes);
   if (CURT_UNLIKELY(status != cudaSuccess))
@@ -253,7 +255,7 @@ memory_location last_prefetch_location(const Range& range) {
 inline location_list accessed_by(const void* pointer, std::size_t bytes) {
   std::size_t capacity = static_cast<std::size_t>(device_count()) + 1;  // every device and the host
   std::unique_ptr<int[]> ids(new int[capacity]);
-  detail::current_device_scope in_context;
+  detail::current_device_scope in_context(detail::any_context);
   cudaError_t status = cudaMemRangeGetAttribute(ids.get(), capacity * sizeof(int),
                                                 cudaMemRangeAttributeAccessedBy, pointer, bytes);
   if (CURT_UNLIKELY(status != cudaSuccess))

@@ -20,6 +20,7 @@
 #include <curt/device.hpp>
 #include <curt/event.hpp>
 #include <curt/launch.hpp>
+#include <curt/memory.hpp>
 #include <curt/occupancy.hpp>
 #include <curt/stream.hpp>
 
@@ -485,4 +486,50 @@ TEST_CASE("stream.wait(stream) works before and after cudaDeviceReset on the sam
     curt::stream p(d), c(d);
     check_wait_for_stream(p, c);
   }
+}
+
+// Runs only in a child process (hidden), where no context exists yet. A device-less query on a
+// thread with no context needs one: curt makes the runtime's current device's primary context
+// current for the call, as the runtime would. Before the fix it released that context again at
+// the end, which destroyed it when nothing else held it: every such call created a context
+// (about 160 ms on the H200). Now the runtime initializes it (cudaInitDevice) and keeps it, as
+// its own first call on the device would, and later calls reuse it.
+TEST_CASE("a device-less query in a process without contexts (child)", "[.][no-context-child]") {
+  REQUIRE_FALSE(curt_test::primary_active(0));  // the premise: main() made no context
+  std::vector<int> host(16, 7);
+  std::vector<std::string> broken;
+  std::vector<bool> active_after;
+  std::vector<curt::memory_kind> kinds;
+  on_fresh_thread([&] {
+    for (int call = 0; call < 4; ++call) {
+      kinds.push_back(curt::pointer_attributes(host.data()).kind);
+      if (current_context() != nullptr) {
+        broken.push_back("call " + std::to_string(call) + " left a context current");
+        CURT_DRIVER_CALL(cuCtxSetCurrent, 4000, nullptr);
+      }
+      active_after.push_back(curt_test::primary_active(0));
+    }
+  });
+  for (const std::string& what : broken) FAIL_CHECK(what);
+  REQUIRE(active_after.size() == 4u);
+  for (std::size_t call = 0; call < active_after.size(); ++call) {
+    INFO("call " << call);
+    CHECK(active_after[call]);  // made once and kept, not destroyed again
+    CHECK(kinds[call] == curt::memory_kind::unregistered);
+  }
+  std::printf("NO-CONTEXT-CHILD-REACHED-ITS-END\n");
+  std::fflush(stdout);
+}
+
+TEST_CASE("a device-less query on a thread without a context makes the runtime device's primary "
+          "context once and keeps it") {
+  if (curt_test::under_compute_sanitizer()) {
+    WARN("under compute-sanitizer: the child process is not run (the sanitizer makes contexts "
+         "in it)");
+    return;
+  }
+  curt_test::child_result child = curt_test::run_self("a device-less query in a process without contexts (child)");
+  INFO("child output:\n" << child.output);
+  CHECK(child.exit_code == 0);
+  CHECK(child.output.find("NO-CONTEXT-CHILD-REACHED-ITS-END") != std::string::npos);
 }

@@ -19,8 +19,10 @@
 #include <curt/device.hpp>
 #include <curt/event.hpp>
 #include <curt/launch.hpp>
+#include <curt/memory.hpp>
 #include <curt/occupancy.hpp>
 #include <curt/stream.hpp>
+#include <curt/unified_memory.hpp>
 
 #include <unistd.h>  // environ
 
@@ -231,6 +233,103 @@ TEST_CASE("work on device 1 from a fresh thread leaves no context and never wake
   INFO("child output:\n" << child.output);
   CHECK(child.exit_code == 0);
   CHECK(child.output.find(child_marker) != std::string::npos);
+}
+
+namespace {
+
+constexpr const char* queries_child_name = "device-less queries on device 1's memory (child)";
+constexpr const char* queries_child_marker = "QUERIES-CHILD-REACHED-ITS-END";
+
+unsigned long long context_id(CUcontext context) {
+  unsigned long long id = 0;
+  CURT_DRIVER_CALL(cuCtxGetId, 12000, context, &id);
+  return id;
+}
+
+// The id of device `ordinal`'s primary context, which this retains (and so creates when it is
+// inactive) and releases again.
+unsigned long long primary_context_id(int ordinal) {
+  CUdevice device = 0;
+  CURT_DRIVER_CALL(cuDeviceGet, 2000, &device, ordinal);
+  CUcontext context = nullptr;
+  CURT_DRIVER_CALL(cuDevicePrimaryCtxRetain, 7000, &context, device);
+  unsigned long long id = context_id(context);
+  CURT_DRIVER_CALL(cuDevicePrimaryCtxRelease, 11000, device);
+  return id;
+}
+
+}  // namespace
+
+// Runs only in the child process (hidden). Pointer and range queries and advice take no stream:
+// on a thread with no context they need some context. Before the fix they retained the runtime's
+// current device's (device 0's) primary context and released it again: in a process that works
+// on device 1 only, every call created and destroyed a context of device 0 (about 160 ms each on
+// the H200). Context ids are unique and handed out as contexts are made, so the id device 0's
+// primary context gets at the end tells whether contexts were made (and destroyed) meanwhile.
+TEST_CASE("device-less queries on device 1's memory (child)", "[.][queries-child]") {
+  REQUIRE(curt::device_count() >= 2);
+  REQUIRE_FALSE(primary_active(0));  // the premise: a process that has not used device 0
+  curt::device d1(1);
+  const std::size_t n = static_cast<std::size_t>(random_size());
+  curt::managed_buffer<float> managed(d1, n);
+  curt::device_buffer<float> on_device(d1, n);
+  const unsigned long long before = primary_context_id(1);  // active: the buffers hold it
+  constexpr int rounds = 5;
+  std::vector<std::string> broken;
+  std::vector<curt::pointer_info> seen;
+  std::vector<bool> read_mostly;
+  on_fresh_thread([&] {
+    auto step = [&](const std::string& what) {
+      if (current_context() != nullptr) {
+        broken.push_back(what + ": left a context current");
+        CURT_DRIVER_CALL(cuCtxSetCurrent, 4000, nullptr);
+      }
+      if (primary_active(0)) broken.push_back(what + ": device 0's primary context is active");
+    };
+    for (int round = 0; round < rounds; ++round) {
+      std::string tag = " (round " + std::to_string(round) + ")";
+      bool mostly = round % 2 == 0;
+      curt::advise(managed, mostly ? curt::memory_advice::set_read_mostly
+                                   : curt::memory_advice::unset_read_mostly);
+      step("advise" + tag);
+      read_mostly.push_back(curt::is_read_mostly(managed));
+      step("is_read_mostly" + tag);
+      (void)curt::preferred_location(managed);
+      step("preferred_location" + tag);
+      seen.push_back(curt::pointer_attributes(managed.data()));
+      step("pointer_attributes(managed)" + tag);
+      seen.push_back(curt::pointer_attributes(on_device.data()));
+      step("pointer_attributes(device)" + tag);
+    }
+  });
+  const unsigned long long zero = primary_context_id(0);  // made now, for the first time
+  for (const std::string& what : broken) FAIL_CHECK(what);
+  INFO("device 1's primary context id " << before << ", device 0's, made afterwards, " << zero);
+  CHECK(zero == before + 1);  // no context was made in between
+  REQUIRE(read_mostly.size() == static_cast<std::size_t>(rounds));
+  for (int round = 0; round < rounds; ++round)
+    CHECK(read_mostly[static_cast<std::size_t>(round)] == (round % 2 == 0));
+  REQUIRE(seen.size() == 2u * rounds);
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    INFO("answer " << i);
+    CHECK(seen[i].kind == (i % 2 == 0 ? curt::memory_kind::managed : curt::memory_kind::device));
+    CHECK(seen[i].device == 1);
+  }
+  std::printf("%s\n", queries_child_marker);
+  std::fflush(stdout);
+}
+
+TEST_CASE("pointer and range queries and advice on device 1's memory, from a fresh thread, never "
+          "make a context of device 0") {
+  REQUIRE(curt::device_count() >= 2);
+  if (under_compute_sanitizer()) {
+    WARN("under compute-sanitizer: the child process is not run (see above)");
+    return;
+  }
+  child_result child = run_self(queries_child_name);
+  INFO("child output:\n" << child.output);
+  CHECK(child.exit_code == 0);
+  CHECK(child.output.find(queries_child_marker) != std::string::npos);
 }
 
 TEST_CASE("nested device_guards of two devices restore each context exactly") {

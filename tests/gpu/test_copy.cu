@@ -18,6 +18,8 @@
 #include <curt/span.hpp>
 #include <curt/stream.hpp>
 
+#include <cuda/std/array>
+
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -185,6 +187,68 @@ TEST_CASE("copies of different sizes are refused, naming both sizes") {
   // Nothing was enqueued or left behind.
   s.synchronize();
   CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+namespace {
+// A trivially copyable range that holds its elements inside itself, as a user might write one:
+// its type cannot be told from a view's, so curt refuses a temporary of it at run time.
+struct inline_floats {
+  float values[16];
+  float* data() { return values; }
+  const float* data() const { return values; }
+  std::size_t size() const { return 16; }
+};
+}  // namespace
+
+TEST_CASE("asynchronous copies refuse a temporary that holds its elements inside itself, before "
+          "any CUDA call; the same range named is copied") {
+  curt::device d(0);
+  curt::stream s(d);
+  std::vector<float> values = curt_test::random_floats(16);
+  curt::device_buffer<float> b(d, 16);
+  curt::pitched_buffer<float> p(d, 4, 4);
+  curt::copy(b, poisoned<float>(16));
+  curt::copy(p, poisoned<float>(16));
+  auto make_array = [&] {
+    cuda::std::array<float, 16> a{};
+    for (std::size_t i = 0; i < 16; ++i) a[i] = values[i];
+    return a;
+  };
+  auto make_inline = [&] {
+    inline_floats f{};
+    for (std::size_t i = 0; i < 16; ++i) f.values[i] = values[i];
+    return f;
+  };
+  const char* source = "curt::copy(dst, src, stream): the source";
+  const char* destination = "curt::copy(dst, src, stream): the destination";
+  curt_test::require_cuda_error([&] { curt::copy(b, make_array(), s); }, cudaErrorInvalidValue,
+                                {source, "inside itself", "give it a name"});
+  curt_test::require_cuda_error([&] { curt::copy(b, make_inline(), s); }, cudaErrorInvalidValue,
+                                {source, "inside itself"});
+  curt_test::require_cuda_error([&] { curt::copy(make_inline(), b, s); }, cudaErrorInvalidValue,
+                                {destination, "inside itself"});
+  curt_test::require_cuda_error([&] { curt::copy(cuda::std::array<float, 16>{}, p, s); },
+                                cudaErrorInvalidValue,
+                                {"curt::copy(dst, pitched, stream): the destination",
+                                 "inside itself"});
+  s.synchronize();
+  CHECK(cudaGetLastError() == cudaSuccess);
+  std::vector<float> back = poisoned<float>(16);
+  curt::copy(back, b);
+  curt_test::require_same_bytes(back, poisoned<float>(16));  // nothing was copied
+
+  // Named, they live until the stream is done: copied.
+  cuda::std::array<float, 16> named_array = make_array();
+  inline_floats named_inline{};
+  curt::copy(b, named_array, s);
+  curt::copy(named_inline, b, s);
+  curt::copy(p, named_array, s);
+  s.synchronize();
+  curt_test::require_same_bytes(std::vector<float>(named_inline.values, named_inline.values + 16),
+                                values);
+  std::vector<float> from_pitched = poisoned<float>(16);
+  curt::copy(from_pitched, p);
+  curt_test::require_same_bytes(from_pitched, values);
 }
 
 TEST_CASE("fills write 1-, 2-, 4-, 8- and 12-byte values by each path") {

@@ -44,6 +44,10 @@ using cuCtxGetDevice_v2000 = int(CURT_DETAIL_DRIVER_API*)(CUdevice_v1* device);
 using cuDevicePrimaryCtxRetain_v7000 = int(CURT_DETAIL_DRIVER_API*)(CUcontext* context,
                                                                      CUdevice_v1 device);
 using cuDevicePrimaryCtxRelease_v11000 = int(CURT_DETAIL_DRIVER_API*)(CUdevice_v1 device);
+using cuDevicePrimaryCtxGetState_v7000 = int(CURT_DETAIL_DRIVER_API*)(CUdevice_v1 device,
+                                                                       unsigned* flags,
+                                                                       int* active);
+using cuDeviceGetCount_v2000 = int(CURT_DETAIL_DRIVER_API*)(int* count);
 using cuStreamGetCtx_v9020 = int(CURT_DETAIL_DRIVER_API*)(CUstream stream, CUcontext* context);
 using cuCtxGetId_v12000 = int(CURT_DETAIL_DRIVER_API*)(CUcontext context,
                                                         unsigned long long* id);

@@ -58,13 +58,18 @@ using range_value_t = std::remove_cv_t<element_of_t<R>>;
 template <class R>
 inline constexpr bool is_range_v = has_data_and_size<std::remove_reference_t<R>>::value;
 
-template <class R>
-struct is_std_array : std::false_type {};
+// A std::array, or a class derived from one (which owns its elements just the same).
 template <class T, std::size_t N>
-struct is_std_array<std::array<T, N>> : std::true_type {};
+std::true_type derives_from_std_array(const std::array<T, N>*);
+std::false_type derives_from_std_array(const void*);
+template <class R>
+struct is_std_array : decltype(derives_from_std_array(static_cast<const R*>(nullptr))) {};
 
 /// Whether a range passed as `R&&` (R deduced) may still exist after the call returns: an
-/// lvalue, or a temporary of a type that can be a view (trivially copyable, not a std::array).
+/// lvalue, or a temporary of a type that can be a view (trivially copyable, not a std::array
+/// or a class derived from one). Other trivially copyable owners (cuda::std::array, a struct
+/// holding an array) cannot be told from views by their type: check_kept_range refuses them at
+/// run time.
 /// A temporary std::vector, std::array or curt buffer owns its elements and frees them at the end
 /// of the full expression, before asynchronous work reads or writes them.
 template <class R>
