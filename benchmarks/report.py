@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Turns the JSON that curt's benchmarks write (Google Benchmark's format, median aggregates)
 into one markdown report: where it ran, the paired host-overhead table with each issue's goal
-(met or missed), GPU times and bandwidths side by side, the batched copies, the separate
-variants, and the compile cost when its log is there.
+(met or missed), the graph speed-ups with theirs (higher is better), GPU times and bandwidths
+side by side, the batched copies, the separate variants, and the compile cost when its log is
+there.
 
   benchmarks/report.py LOG_DIR            # reads LOG_DIR/*_bench.json (and compile_cost.log)
   benchmarks/report.py a.json b.json ...  # or the files named
@@ -22,14 +23,26 @@ GOALS = [
     (r"^paired/stream_wait", 1.03, "stream wait within 3 % (hardening)"),
     (r"^paired/copy/", 1.02, "typed copies within 2 % (memory)"),
     (r"^paired/(pool|current)", 1.05, "pool allocate + free within 5 % (memory)"),
+    (r"^paired/graph/launch", 1.02, "graph launch within 2 % (graphs)"),
+    (r"^paired/graph/build", 1.05, "graph build + instantiate within 5 % (graphs)"),
+]
+
+# Speed-ups the issues set, where higher is better: (pattern, lowest speed-up, what).
+SPEEDUP_GOALS = [
+    (r"^graph/chain", 4.0, "100 kernels as one graph at least 4x faster than stream launches (graphs)"),
 ]
 
 
-def goal_for(name):
-    for pattern, limit, what in GOALS:
+def goal_for(name, goals=GOALS):
+    for pattern, limit, what in goals:
         if re.search(pattern, name):
             return limit, what
     return None, None
+
+
+def speedup_missed(b):
+    limit, _ = goal_for(b["run_name"], SPEEDUP_GOALS)
+    return limit is not None and "speedup" in b and b["speedup"] < limit
 
 
 def load(paths):
@@ -102,12 +115,46 @@ def paired_table(runs):
     return "\n".join(out)
 
 
+def graph_table(runs):
+    """The graph speed-ups (graph_bench's graph/*): GPU time of the same kernels as one graph
+    launch and as stream launches; the speed-up is stream / graph, so higher is better."""
+    rows = [b for b in runs if b["run_name"].startswith("graph/") and "speedup" in b]
+    if not rows:
+        return ""
+
+    def us(b, counter):
+        return f"{b[counter]:.1f}" if counter in b else "-"
+
+    out = [
+        "| kernels | graph, curt µs | graph, raw µs | stream, curt::launch µs | stream, <<<>>> µs | "
+        "speed-up curt | speed-up raw | goal | |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for b in sorted(rows, key=lambda b: b["run_name"]):
+        limit, what = goal_for(b["run_name"], SPEEDUP_GOALS)
+        verdict, goal = "", ""
+        if limit is not None:
+            verdict = ("**missed**" if speedup_missed(b) else "met") + f": {what}"
+            goal = f">= {limit:g}x"
+        raw = f"{b['speedup_raw']:.2f}x" if "speedup_raw" in b else "-"
+        out.append(
+            f"| {b['run_name'][len('graph/'):]} | {us(b, 'graph_curt_us')} | {us(b, 'graph_raw_us')} | "
+            f"{us(b, 'stream_curt_us')} | {us(b, 'stream_chevron_us')} | {b['speedup']:.2f}x | "
+            f"{raw} | {goal} | {verdict} |"
+        )
+    out.append(
+        "\nspeed-up: stream GPU time / graph GPU time, higher is better (curt: curt::launch loop "
+        "over curt::graph_exec::launch; raw: <<<>>> loop over cudaGraphLaunch)"
+    )
+    return "\n".join(out)
+
+
 def side_by_side(runs):
     """Separate benchmarks named family/variant: one row per family, one column per variant."""
     families = {}
     for b in runs:
         name = b["run_name"]
-        if name.startswith("paired/") or name.startswith("batch_copy/"):
+        if name.startswith(("paired/", "batch_copy/", "graph/")):  # their own tables
             continue
         family, _, variant = name.rpartition("/")
         if not family:
@@ -174,6 +221,8 @@ def main(argv):
     sections = [
         ("Where", header(context, paths)),
         ("Host cost per call, raw and curt alternating (medians)", paired_table(runs)),
+        ("Graphs: GPU time of the same kernels, one graph launch vs stream launches (medians)",
+         graph_table(runs)),
         ("Batched copies", batch_table(runs)),
         ("Separate benchmarks (medians; GPU time for gpu_time/*)", side_by_side(runs)),
         ("Compile cost", compile_cost(directory)),
@@ -182,6 +231,7 @@ def main(argv):
     missed = [b["run_name"] for b in runs if b["run_name"].startswith("paired/")
               and goal_for(b["run_name"])[0] is not None
               and b.get("curt_over_raw", 0) > goal_for(b["run_name"])[0]]
+    missed += [b["run_name"] for b in runs if speedup_missed(b)]
     if missed:
         print(f"\nGoals missed: {', '.join(missed)}")
     return 0

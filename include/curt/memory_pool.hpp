@@ -231,12 +231,39 @@ inline std::size_t pool_bytes(std::size_t count, std::size_t element, const char
   return count * element;
 }
 
-/// Frees a stream-ordered allocation on `stream`, in the stream's context; never throws.
-inline void free_async_noexcept(void* p, cudaStream_t stream, const char* call) noexcept {
+/// Where a stream-ordered allocation is freed: its stream and, for a default stream (a
+/// pseudo-handle that names no context), the context it was allocated in. The free then goes to
+/// that context's default stream whatever is current when the owner dies (with no context
+/// current, the runtime would pick its current device's, which may be another device's stream,
+/// not ordered after the work that used the memory).
+struct free_place {
+  cudaStream_t stream = nullptr;
+  CUcontext context = nullptr;  // only for a default stream
+};
+
+/// The place to free an allocation just made on `stream` from this thread. For a default
+/// stream: the current context, or else the one stream_context_scope used for the allocation
+/// (the primary context of the runtime's current device).
+inline free_place free_place_for(cudaStream_t stream) {
+  if (CURT_LIKELY(stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread))
+    return {stream, nullptr};
+  if (CUcontext context = current_context()) return {stream, context};
+  current_device_scope in_context;
+  return {stream, current_context()};
+}
+
+/// Frees a stream-ordered allocation on its stream, in the stream's context (for a default
+/// stream, the allocation's); never throws.
+inline void free_async_noexcept(void* p, free_place place, const char* call) noexcept {
   try {
-    stream_context_scope in_context(stream);
-    check_noexcept(cudaFreeAsync(p, stream), call, __FILE__, __LINE__);
-  } catch (const std::exception& error) {  // the stream's context could not be made current
+    if (CURT_UNLIKELY(place.context != nullptr)) {
+      context_scope in_context(place.context);
+      check_noexcept(cudaFreeAsync(p, place.stream), call, __FILE__, __LINE__);
+    } else {
+      stream_context_scope in_context(place.stream);
+      check_noexcept(cudaFreeAsync(p, place.stream), call, __FILE__, __LINE__);
+    }
+  } catch (const std::exception& error) {  // the context could not be made current
     handle_error(error);
   }
 }
@@ -423,7 +450,8 @@ class memory_pool_ref {
     if (p == nullptr) return;  // 0 bytes allocate nothing
     cudaStream_t s = stream.valid() ? static_cast<cudaStream_t>(stream) : nullptr;
     if (s == nullptr) return report_no_stream("deallocate_async()");
-    detail::free_async_noexcept(p, s, "cudaFreeAsync(pool memory, stream)");
+    detail::free_async_noexcept(p, detail::free_place{s, nullptr},
+                                "cudaFreeAsync(pool memory, stream)");
   }
 
   // ---- cuda::mr: CCCL 3.1+ names -----------------------------------------------------------
@@ -812,9 +840,9 @@ namespace detail {
 struct async_memory_kind {
   static constexpr const char* name = "async_buffer";
   static constexpr bool host_iterable = false;
-  using place = cudaStream_t;  // the stream it frees on
-  static void free(void* p, cudaStream_t stream) noexcept {
-    free_async_noexcept(p, stream, "cudaFreeAsync(async_buffer, stream)");
+  using place = free_place;  // the stream it frees on (and a default stream's context)
+  static void free(void* p, const free_place& where) noexcept {
+    free_async_noexcept(p, where, "cudaFreeAsync(async_buffer, stream)");
   }
 };
 }  // namespace detail
@@ -823,10 +851,10 @@ struct async_memory_kind {
 /// in the stream's context) when destroyed, so the free is ordered after the work submitted to
 /// that stream before it. Move-only. An empty (curt::no_handle), moved-from, released or freed
 /// buffer holds nothing: data(), views, stream() and free() throw a cuda_error saying which;
-/// size() is 0. The memory is not initialized. A buffer allocated on a default stream keeps that
-/// stream's pseudo-handle: destroyed on another thread (per-thread default) or with another
-/// device current (legacy default), it frees on that thread's or device's default stream, so
-/// free it explicitly (free(stream)) where that is not what you mean.
+/// size() is 0. The memory is not initialized. A buffer allocated on a default stream frees on
+/// that default stream of the context it was allocated in, whatever context is current (or none)
+/// when it dies; the per-thread default stream is the destroying thread's, so a buffer of it
+/// destroyed on another thread should be freed explicitly (free(stream)).
 template <class T>
 class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
   using base = detail::memory_owner<T, detail::async_memory_kind>;
@@ -843,7 +871,7 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
       detail::raise(cudaErrorInvalidValue, "curt::async_buffer::adopt(null, " +
                                                std::to_string(count) + ", stream)",
                     "a null pointer can only be adopted with a count of 0", __FILE__, __LINE__);
-    return async_buffer(data, count, stream.get());
+    return async_buffer(data, count, detail::free_place_for(stream.get()));
   }
 
   async_buffer(async_buffer&&) noexcept = default;
@@ -852,13 +880,21 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
   /// The stream the buffer frees on.
   stream_ref stream() const {
     (void)this->usable("stream()");
-    return this->place();
+    return this->place().stream;
   }
 
   /// Frees now, on the buffer's stream (after the work submitted to it so far).
   void free() {
-    cudaStream_t s = this->place();
-    free_on(this->take_for_free("free()"), s);
+    detail::free_place where = this->place();
+    T* p = this->take_for_free("free()");
+    if (p == nullptr) return;
+    if (CURT_UNLIKELY(where.context != nullptr)) {  // a default stream: the allocation's context
+      detail::context_scope in_context(where.context);
+      detail::check(cudaFreeAsync(p, where.stream), "cudaFreeAsync(async_buffer, stream)",
+                    __FILE__, __LINE__);
+      return;
+    }
+    free_on(p, where.stream);
   }
   /// Frees now on `other`, which the caller has ordered after every use of the memory (an
   /// event, or `other` waiting on the buffer's stream).
@@ -872,8 +908,8 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
   template <class U>
   friend async_buffer<U> allocate_async(std::size_t count, stream_ref stream);
 
-  async_buffer(T* data, std::size_t count, cudaStream_t stream) noexcept
-      : base(data, count, stream) {}
+  async_buffer(T* data, std::size_t count, detail::free_place where) noexcept
+      : base(data, count, where) {}
 
   static void free_on(T* p, cudaStream_t s) {
     if (p == nullptr) return;
@@ -886,8 +922,9 @@ template <class T>
 async_buffer<T> memory_pool_ref::allocate(std::size_t count, stream_ref stream) const {
   cudaStream_t s = stream.get();
   std::size_t bytes = detail::pool_bytes(count, sizeof(T), "curt::memory_pool_ref::allocate<T>");
+  detail::free_place where = detail::free_place_for(s);  // before: the owner is made noexcept
   void* p = allocate_bytes(bytes, s, "allocate<T>()");
-  return async_buffer<T>(static_cast<T*>(p), count, s);
+  return async_buffer<T>(static_cast<T*>(p), count, where);
 }
 
 /// `count` elements of T from the current pool of the stream's device (cudaMallocAsync), freed
@@ -896,7 +933,8 @@ template <class T>
 async_buffer<T> allocate_async(std::size_t count, stream_ref stream) {
   cudaStream_t s = stream.get();
   std::size_t bytes = detail::pool_bytes(count, sizeof(T), "curt::allocate_async<T>");
-  if (bytes == 0) return async_buffer<T>(nullptr, 0, s);
+  detail::free_place where = detail::free_place_for(s);  // before: the owner is made noexcept
+  if (bytes == 0) return async_buffer<T>(nullptr, 0, where);
   void* p = nullptr;
   {
     detail::stream_context_scope in_context(s);
@@ -905,7 +943,7 @@ async_buffer<T> allocate_async(std::size_t count, stream_ref stream) {
                         "stream (its device's current pool)"},
                        __FILE__, __LINE__);
   }
-  return async_buffer<T>(static_cast<T*>(p), count, s);
+  return async_buffer<T>(static_cast<T*>(p), count, where);
 }
 
 }  // namespace curt

@@ -20,6 +20,8 @@
 #include <curt/event.hpp>
 #include <curt/launch.hpp>
 #include <curt/memory.hpp>
+#include <curt/memory_pool.hpp>
+#include <curt/copy.hpp>
 #include <curt/occupancy.hpp>
 #include <curt/stream.hpp>
 #include <curt/unified_memory.hpp>
@@ -30,6 +32,7 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -501,4 +504,53 @@ TEST_CASE("stream.wait(stream) orders a consumer on device 1 after a producer on
     CHECK(producer.ready());
     producer.synchronize();
   }
+}
+
+// A default stream is a pseudo-handle: which stream it is depends on the context current when it
+// is used. An async_buffer allocated on device 1's per-thread default stream (under a
+// device_guard) and destroyed on a thread with no context current used to free on device 0's
+// per-thread stream (the runtime's current device): not ordered after the kernel still writing
+// the memory on device 1, so the pool handed the block to the next allocation while the kernel
+// wrote it (seen on the H200s: every element overwritten). It frees in its allocation's context.
+TEST_CASE("an async_buffer of device 1's default stream, destroyed on a thread with no context, "
+          "frees after the work that uses it") {
+  REQUIRE(curt::device_count() >= 2);
+  curt::device d1(1);
+  const int n = random_size();
+  const std::vector<int> x = curt_test::random_ints(static_cast<std::size_t>(n), -1000, 1000);
+  const int a = curt_test::random_ints(1, 2, 50)[0], b = curt_test::random_ints(1, -50, 50)[0];
+  const int marker = curt_test::random_ints(1, -100000, -2000)[0];  // never a * x + b here
+  curt::device_buffer<int> dx(d1, x.size());
+  curt::copy(dx, x);
+  curt::stream other(d1);
+  std::vector<int> second_back;
+  std::string error;
+  on_fresh_thread([&] {
+    std::optional<curt::async_buffer<int>> y;
+    {
+      curt::device_guard guard(d1);
+      y.emplace(curt::allocate_async<int>(x.size(), curt::stream_ref::per_thread_default()));
+      // Writes y 200 ms from now, on device 1's per-thread default stream.
+      curt::launch(curt::stream_ref::per_thread_default(), config_for(n),
+                   curt_test::slow_affine_int, static_cast<const int*>(dx.data()), y->data(), n,
+                   a, b, 200'000'000ull);
+    }
+    if (current_context() != nullptr) error = "device_guard left a context current";
+    y.reset();  // no context current: must free on device 1's per-thread stream, after the kernel
+    curt::async_buffer<int> second = curt::allocate_async<int>(x.size(), other);
+    curt::fill(second, marker, other);
+    other.synchronize();
+    {
+      curt::device_guard guard(d1);
+      if (cudaDeviceSynchronize() != cudaSuccess) error = "cudaDeviceSynchronize failed";
+    }
+    second_back.resize(x.size());
+    curt::copy(second_back, second);
+  });
+  INFO(error);
+  CHECK(error.empty());
+  REQUIRE(second_back.size() == x.size());
+  std::size_t overwritten = 0;
+  for (int v : second_back) overwritten += v != marker;
+  CHECK(overwritten == 0);
 }

@@ -10,6 +10,11 @@
 //
 // Inputs are fresh and random, outputs poisoned first (all bytes 0xFF: -1 as int, NaN as float).
 //
+// [no-initcheck]: under compute-sanitizer 13.0's initcheck, graphs with conditional nodes failed
+// now and then with an illegal address, the driver logging "Unsupported node type" for them; the
+// other tools run these tests (racecheck crashes in its own code now and then: see
+// scripts/gpu-check.sh).
+//
 // cudafe++ 13.0 hangs on a Catch2 assertion in a member function of a class in a .cu file (with
 // g++ 13): assertions live only in TEST_CASE bodies, free functions and lambdas.
 #include <catch.hpp>
@@ -306,7 +311,7 @@ class work_failure : public std::runtime_error {
 
 TEST_CASE("a WHILE node runs Jacobi steps until a device-side test says converged: the CPU's "
           "solution and iteration count, on every launch, with no host round trip",
-          "[graph][conditional]") {
+          "[graph][conditional][no-initcheck]") {
   curt::device d(0);
   curt::stream s(d);
   jacobi_problem p = random_problem();
@@ -320,7 +325,7 @@ TEST_CASE("a WHILE node runs Jacobi steps until a device-side test says converge
 }
 
 TEST_CASE("the same WHILE loop added during stream capture, its body captured on a second stream, "
-          "gives the explicit graph's results bit for bit", "[graph][conditional]") {
+          "gives the explicit graph's results bit for bit", "[graph][conditional][no-initcheck]") {
   curt::device d(0);
   curt::stream s(d), side(d);
   jacobi_problem p = random_problem();
@@ -351,7 +356,7 @@ TEST_CASE("the same WHILE loop added during stream capture, its body captured on
 }
 
 TEST_CASE("IF and IF/ELSE nodes run the body the condition picks, and only that one",
-          "[graph][conditional]") {
+          "[graph][conditional][no-initcheck]") {
   curt::device d(0);
   curt::stream s(d);
   const int n = random_size();
@@ -410,7 +415,7 @@ TEST_CASE("IF and IF/ELSE nodes run the body the condition picks, and only that 
 }
 
 TEST_CASE("a SWITCH node runs body n for condition n, and none for a value out of range",
-          "[graph][conditional]") {
+          "[graph][conditional][no-initcheck]") {
   curt::device d(0);
   curt::stream s(d);
   const int n = random_size();
@@ -457,7 +462,7 @@ TEST_CASE("a SWITCH node runs body n for condition n, and none for a value out o
 }
 
 TEST_CASE("conditional nodes nest: an IF inside a WHILE runs on the odd passes",
-          "[graph][conditional]") {
+          "[graph][conditional][no-initcheck]") {
   curt::device d(0);
   curt::stream s(d);
   const int limit = curt_test::random_ints(1, 3, 40)[0];
@@ -499,7 +504,7 @@ TEST_CASE("conditional nodes nest: an IF inside a WHILE runs on the odd passes",
 }
 
 TEST_CASE("CUDA's rules for conditional nodes are errors that say why, where the misuse happens",
-          "[graph][conditional][api-error]") {
+          "[graph][conditional][no-initcheck][api-error]") {
   curt::device d(0);
   curt::stream s(d);
   curt::event e(d);
@@ -623,7 +628,7 @@ TEST_CASE("CUDA's rules for conditional nodes are errors that say why, where the
 }
 
 TEST_CASE("graphs made after a graph with conditional nodes is gone are never taken for its "
-          "bodies", "[graph][conditional]") {
+          "bodies", "[graph][conditional][no-initcheck]") {
   curt::device d(0);
   curt::stream s(d);
 

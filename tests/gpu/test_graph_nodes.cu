@@ -803,8 +803,11 @@ TEST_CASE("memory allocation and free nodes: in one graph, across two graphs, an
   }
 }
 
+// [no-memcheck][no-initcheck]: compute-sanitizer 13.0 does not follow memory nodes in a child
+// graph (the driver logs "Unsupported node type" for them under it): memcheck reported the
+// kernel's writes to the allocation out of bounds and stopped it. racecheck and synccheck run it.
 TEST_CASE("child graph nodes: a copied child stays the caller's; a child with memory nodes moves "
-          "in and belongs to the parent", "[graph][nodes]") {
+          "in and belongs to the parent", "[graph][nodes][no-memcheck][no-initcheck]") {
   curt::device d(0);
   curt::stream s(d);
   const int n = random_size();
