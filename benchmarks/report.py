@@ -49,6 +49,8 @@ def load(paths):
     runs = []
     context = None
     for path in paths:
+        if os.path.getsize(path) == 0:  # a program whose benchmarks the filter left out
+            continue
         with open(path) as f:
             data = json.load(f)
         context = context or data.get("context", {})

@@ -100,7 +100,7 @@ if cc -shared -fPIC -O1 -o "$logs/segv_backtrace.so" "$root/scripts/segv_backtra
     >"$logs/segv_backtrace.log" 2>&1; then
   preload=$logs/segv_backtrace.so${preload:+:$preload}
 fi
-rm -f "$logs"/sanitizer-*.reruns
+rm -f "$logs"/sanitizer-*.reruns "$logs"/sanitizer-*.left-out
 sanitizer_crashed() {  # LOG: did the sanitizer, not the program, crash?
   grep -A4 '^\[segv_backtrace\]' "$1" | grep -v -e segv_backtrace -e 'libc\.so' | head -n 1 |
     grep -q libsanitizer-collection
@@ -115,9 +115,14 @@ sanitize() {
   esac
   LD_PRELOAD=$preload compute-sanitizer --tool "$tool" "${args[@]}" --error-exitcode 86 "$exe" "${filter[@]}"
 }
-# sanitize_once_more TOOL EXE LOG: sanitize, and repeat once after a crash of the sanitizer.
+# sanitize_once_more TOOL EXE LOG: sanitize, and repeat once after a crash of the sanitizer. A
+# program whose every test is tagged [no-TOOL] is not run by that tool: noted, not passed.
 sanitize_once_more() {
   sanitize "$1" "$2" >"$3" 2>&1 && return 0
+  if grep -q '^No test cases matched' "$3"; then
+    echo "$(basename "$2")" >>"$logs/sanitizer-$1.left-out"
+    return 0
+  fi
   sanitizer_crashed "$3" || return 1
   mv "$3" "$3.sanitizer-crash"
   echo "$(basename "$2")" >>"$logs/sanitizer-$1.reruns"
@@ -139,7 +144,8 @@ elif command -v compute-sanitizer >/dev/null 2>&1; then
     result=PASS
     if [ -n "$bad" ]; then result=FAIL; failed=1; fi
     reruns=$(cat "$logs/sanitizer-$tool.reruns" 2>/dev/null | tr '\n' ' ')
-    summary+=("$(printf '%-44s %-4s %5ss %s' "sanitizer $tool (${#executables[@]} programs)" "$result" $((SECONDS - start)) "$bad${reruns:+ (rerun after a sanitizer crash: $reruns)}")")
+    left_out=$(cat "$logs/sanitizer-$tool.left-out" 2>/dev/null | tr '\n' ' ')
+    summary+=("$(printf '%-44s %-4s %5ss %s' "sanitizer $tool (${#executables[@]} programs)" "$result" $((SECONDS - start)) "$bad${reruns:+ (rerun after a sanitizer crash: $reruns)}${left_out:+ (not run, every test tagged [no-$tool]: $left_out)}")")
     echo "[$result] sanitizer $tool $bad"
   done
 else

@@ -540,10 +540,10 @@ TEST_CASE("an async_buffer of device 1's default stream, destroyed on a thread w
     curt::async_buffer<int> second = curt::allocate_async<int>(x.size(), other);
     curt::fill(second, marker, other);
     other.synchronize();
-    {
-      curt::device_guard guard(d1);
-      if (cudaDeviceSynchronize() != cudaSuccess) error = "cudaDeviceSynchronize failed";
-    }
+    // Pool memory of device 1 is not accessible in device 0's context (what a synchronous copy
+    // on a thread without a context runs in): copy it back in device 1's.
+    curt::device_guard guard(d1);
+    if (cudaDeviceSynchronize() != cudaSuccess) error = "cudaDeviceSynchronize failed";
     second_back.resize(x.size());
     curt::copy(second_back, second);
   });
