@@ -755,11 +755,12 @@ TEST_CASE("memory allocation and free nodes in one graph", "[graph][nodes]") {
   }
 }
 
-// [no-memcheck]: compute-sanitizer 13.0's leak check reported an allocation made by a graph launch
-// as leaked here (8312 bytes, allocated in cuGraphLaunch), although every launch's allocation was
-// freed by the other graph, by the next auto-free launch or by cudaFreeAsync; the driver logs
-// "Unsupported node type" for memory nodes under the sanitizer. initcheck, racecheck and
-// synccheck run it.
+// [no-memcheck]: compute-sanitizer 13.0's leak check once (of three runs) reported an allocation
+// made by a graph launch as leaked here (8312 bytes, allocated in cuGraphLaunch), although every
+// launch's allocation was freed by the other graph, by the next auto-free launch or by
+// cudaFreeAsync; the driver logs "Unsupported node type" for memory nodes under the sanitizer. A
+// raw-CUDA program of the same sequence was clean: not explained yet (docs/design.md).
+// initcheck, racecheck and synccheck run it.
 TEST_CASE("memory nodes whose allocation outlives its graph: freed by another graph, or kept "
           "with auto_free_on_launch, the graph relaunches cleanly", "[graph][nodes][no-memcheck]") {
   curt::device d(0);
