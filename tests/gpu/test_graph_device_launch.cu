@@ -242,6 +242,26 @@ std::string describe(const plan& p) {
          " block(s), a = " + std::to_string(p.a);
 }
 
+// One launch of `exec`, whose updater kernel applies plan `p` (from `plans`) to a device-updatable
+// affine_plain node writing y: the device calls succeeded and y is what the plan gives.
+void require_plan_applied(const curt::graph_exec& exec, curt::stream_ref s, const plan& p,
+                          device_array<int>& x, device_array<int>& y, device_array<int>& status,
+                          device_array<plan>& plans, int b, const char* what) {
+  const int n = static_cast<int>(x.size());
+  INFO("plan: " << describe(p) << "; n = " << n << " ("
+                << curt::ceil_div(n, block_size) << " blocks)");
+  std::vector<int> values = random_inputs(n);
+  x.upload(values);
+  y.poison();
+  status.poison();
+  plans.upload({p});
+  exec.launch(s);
+  s.synchronize();
+  require_device_calls_succeeded(status, {"set_enabled(node)", "set_grid(node)",
+                                          "set_argument<3>(node, a)"});
+  require_equal(y.download(), planned_ref(values, p, b, count(n)), what);
+}
+
 // A graph of one affine_counted node: y = a * x + b over n elements, counted in *runs.
 curt::graph affine_graph(const int* x, int* y, int n, int a, int b, int* runs) {
   curt::graph g = curt::graph::create();
@@ -484,22 +504,8 @@ TEST_CASE("a kernel in the same graph sets a device-updatable node's enabled sta
       {1, static_cast<unsigned>(random_int(1, static_cast<int>(full))), random_coefficient()},
       {1, full, random_coefficient()},                                              // all again
   };
-  for (const plan& p : rounds) {
-    INFO("plan: " << describe(p) << "; n = " << n << " (" << full << " blocks)");
-    std::vector<int> values = random_inputs(n);
-    x.upload(values);
-    y.poison();
-    status.poison();
-    plans.upload({p});
-
-    exec.launch(s);
-    s.synchronize();
-
-    require_device_calls_succeeded(status, {"set_enabled(node)", "set_grid(node)",
-                                            "set_argument<3>(node, a)"});
-    require_equal(y.download(), planned_ref(values, p, b, count(n)),
-                  "the device-updatable node's output");
-  }
+  for (const plan& p : rounds)
+    require_plan_applied(exec, s, p, x, y, status, plans, b, "the device-updatable node's output");
 }
 
 TEST_CASE("a launch captured with launch_device_updatable is a device-updatable node that a "
@@ -545,20 +551,9 @@ TEST_CASE("a launch captured with launch_device_updatable is a device-updatable 
       {0, full, random_coefficient()},
       {1, full, random_coefficient()},
   };
-  for (const plan& p : rounds) {
-    INFO("plan: " << describe(p) << "; n = " << n << " (" << full << " blocks)");
-    std::vector<int> values = random_inputs(n);
-    x.upload(values);
-    y.poison();
-    status.poison();
-    plans.upload({p});
-    exec.launch(s);
-    s.synchronize();
-    require_device_calls_succeeded(status, {"set_enabled(node)", "set_grid(node)",
-                                            "set_argument<3>(node, a)"});
-    require_equal(y.download(), planned_ref(values, p, b, count(n)),
-                  "the captured device-updatable node's output");
-  }
+  for (const plan& p : rounds)
+    require_plan_applied(exec, s, p, x, y, status, plans, b,
+                         "the captured device-updatable node's output");
 
   // Not capturing: refused before anything is launched (y keeps its poison).
   y.poison();

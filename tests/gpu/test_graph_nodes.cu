@@ -140,6 +140,24 @@ class node_failure : public std::runtime_error {
 
 using curt_test::error_recorder;
 
+
+// Launches `exec`, which computes out = a * x + b, `launches` times on fresh inputs (the output
+// poisoned first) and compares each result with the CPU's.
+void require_affine_launches(const curt::graph_exec& exec, curt::stream_ref s,
+                             device_array<int>& x, device_array<int>& out, int a, int b,
+                             int launches) {
+  const int n = static_cast<int>(x.size());
+  for (int launch = 0; launch < launches; ++launch) {
+    INFO("launch " << launch);
+    std::vector<int> values = random_inputs(n);
+    x.upload(values);
+    out.poison();
+    exec.launch(s);
+    s.synchronize();
+    CHECK(out.download() == affine_ref(values, a, b));
+  }
+}
+
 }  // namespace
 
 // Device lambdas need an enclosing function that nvcc can name: not a TEST_CASE's body.
@@ -723,15 +741,7 @@ TEST_CASE("memory allocation and free nodes in one graph", "[graph][nodes]") {
   const int a = random_coefficient(), b = random_coefficient();
   device_array<int> x(count(n)), out(count(n));
   auto require_launches = [&](const curt::graph_exec& exec, int launches) {
-    for (int launch = 0; launch < launches; ++launch) {
-      INFO("launch " << launch);
-      std::vector<int> values = random_inputs(n);
-      x.upload(values);
-      out.poison();
-      exec.launch(s);
-      s.synchronize();
-      CHECK(out.download() == affine_ref(values, a, b));
-    }
+    require_affine_launches(exec, s, x, out, a, b, launches);
   };
 
   SECTION("allocated and freed in the graph") {
@@ -769,15 +779,7 @@ TEST_CASE("memory nodes whose allocation outlives its graph: freed by another gr
   const int a = random_coefficient(), b = random_coefficient();
   device_array<int> x(count(n)), out(count(n));
   auto require_launches = [&](const curt::graph_exec& exec, int launches) {
-    for (int launch = 0; launch < launches; ++launch) {
-      INFO("launch " << launch);
-      std::vector<int> values = random_inputs(n);
-      x.upload(values);
-      out.poison();
-      exec.launch(s);
-      s.synchronize();
-      CHECK(out.download() == affine_ref(values, a, b));
-    }
+    require_affine_launches(exec, s, x, out, a, b, launches);
   };
 
   SECTION("allocated in one graph, freed by another") {
