@@ -23,6 +23,7 @@
 // programmatic (PDL) edges.
 #pragma once
 
+#include <curt/detail/entries.hpp>
 #include <curt/detail/graph_bodies.hpp>
 #include <curt/detail/graph_errors.hpp>
 #include <curt/detail/handle_state.hpp>
@@ -35,6 +36,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -119,6 +121,45 @@ inline unsigned long long native_instantiate_flags(instantiate_flags flags) {
   return static_cast<unsigned long long>(flags);
 }
 
+/// The executable graphs curt updated as a whole (graph_exec_ref::update, try_update). CUDA then
+/// hands the executable graph the references of the graph it was updated from, so the host
+/// callables it calls are that graph's: a per-node update of a host node (which names a node of
+/// the first graph) could not tie its new callable to anything the executable graph holds, and
+/// curt refuses it. Forgotten when curt destroys the executable graph (its handle may be reused).
+class updated_execs {
+ public:
+  void add(cudaGraphExec_t exec) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (cudaGraphExec_t e : execs_)
+      if (e == exec) return;
+    execs_.push_back(exec);
+  }
+  bool contains(cudaGraphExec_t exec) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (cudaGraphExec_t e : execs_)
+      if (e == exec) return true;
+    return false;
+  }
+  void forget(cudaGraphExec_t exec) noexcept {
+    try {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (cudaGraphExec_t& e : execs_)
+        if (e == exec) return execs_.remove(&e);
+    } catch (const std::system_error&) {  // the lock failed: a stale entry only refuses more
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  entries<cudaGraphExec_t> execs_;
+};
+
+/// The process's table; never destroyed (executable graphs with static storage may die after).
+inline updated_execs& updated_exec_table() {
+  static updated_execs* table = new updated_execs;
+  return *table;
+}
+
 // Ties `owned` to `graph` through a user object: the graph (its clones and executable graphs)
 // holds the only reference, and the runtime's last release hands the task to the deferred queue,
 // which destroys it on a user thread (its value may own CUDA resources).
@@ -144,7 +185,7 @@ Task& retain_in_graph(cudaGraph_t graph, std::unique_ptr<Task> owned) {
 /// The type of a node (cudaGraphNodeGetType).
 inline cudaGraphNodeType node_type(cudaGraphNode_t node) {
   cudaGraphNodeType type{};
-  detail::current_device_scope in_context;
+  detail::current_device_scope in_context(detail::any_context);
   detail::check(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType(node)", __FILE__,
                 __LINE__);
   return type;
@@ -177,14 +218,14 @@ class graph_ref {
   std::size_t node_count() const {
     cudaGraph_t g = native("node_count()");
     std::size_t n = 0;
-    detail::current_device_scope in_context;
+    detail::current_device_scope in_context(detail::any_context);
     detail::check(cudaGraphGetNodes(g, nullptr, &n), "cudaGraphGetNodes(graph, count)", __FILE__,
                   __LINE__);
     return n;
   }
   std::vector<cudaGraphNode_t> nodes() const {
     cudaGraph_t g = native("nodes()");
-    detail::current_device_scope in_context;
+    detail::current_device_scope in_context(detail::any_context);
     std::size_t n = 0;
     detail::check(cudaGraphGetNodes(g, nullptr, &n), "cudaGraphGetNodes(graph, count)", __FILE__,
                   __LINE__);
@@ -198,7 +239,7 @@ class graph_ref {
   /// Every edge, with its data.
   std::vector<graph_edge> edges() const {
     cudaGraph_t g = native("edges()");
-    detail::current_device_scope in_context;
+    detail::current_device_scope in_context(detail::any_context);
     std::size_t n = 0;
     detail::check(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &n),
                   "cudaGraphGetEdges(graph, count)", __FILE__, __LINE__);
@@ -215,7 +256,7 @@ class graph_ref {
   /// Writes the graph in Graphviz's DOT language to `path`.
   void debug_dot_print(const std::string& path, dot_flags flags = dot_flags::none) const {
     cudaGraph_t g = native("debug_dot_print()");
-    detail::current_device_scope in_context;
+    detail::current_device_scope in_context(detail::any_context);
     cudaError_t status = cudaGraphDebugDotPrint(g, path.c_str(), static_cast<unsigned>(flags));
     if (CURT_UNLIKELY(status != cudaSuccess))
       detail::throw_error(make_error_code(status),
@@ -243,7 +284,7 @@ class graph_ref {
     cudaGraph_t g = native("retain()");
     using task = detail::host_task<value_type>;  // the queue host functions use
     auto owned = std::make_unique<task>(std::forward<T>(value), 0);
-    detail::current_device_scope in_context;
+    detail::current_device_scope in_context(detail::any_context);
     return detail::retain_in_graph(g, std::move(owned)).function;
   }
 
@@ -273,7 +314,7 @@ class graph : public graph_ref {
   /// A new, empty graph (cudaGraphCreate).
   static graph create() {
     cudaGraph_t created = nullptr;
-    detail::current_device_scope in_context;
+    detail::current_device_scope in_context(detail::any_context);
     detail::check(cudaGraphCreate(&created, 0), "cudaGraphCreate", __FILE__, __LINE__);
     detail::forget_conditional_bodies(created);  // a new graph is no conditional body
     return graph(created);
@@ -318,7 +359,7 @@ class graph : public graph_ref {
   void destroy() noexcept {
     if (detail::is_state_handle(handle_)) return;
     try {
-      detail::current_device_scope in_context;
+      detail::current_device_scope in_context(detail::any_context);
       detail::forget_conditional_bodies(handle_);  // its conditional nodes' bodies die with it
       detail::check_noexcept(cudaGraphDestroy(handle_), "cudaGraphDestroy(graph)", __FILE__,
                              __LINE__);
@@ -374,7 +415,7 @@ class graph_exec_ref {
   /// unchanged.
   void update(graph_ref from) const {
     graph_update_result result = try_update(from);
-    if (CURT_UNLIKELY(!result)) throw_update_refused(result);
+    if (CURT_UNLIKELY(!result)) throw_update_refused(result, from.get());
   }
   /// As update(), but a refused update comes back instead of throwing (other failures throw):
   ///   if (!exec.try_update(g)) exec = g.instantiate();
@@ -384,7 +425,7 @@ class graph_exec_ref {
     cudaGraphExecUpdateResultInfo info{};
     cudaError_t status;
     {
-      detail::current_device_scope in_context;
+      detail::current_device_scope in_context(detail::any_context);
       status = cudaGraphExecUpdate(e, g, &info);
     }
     if (status == cudaErrorGraphExecUpdateFailure) {
@@ -393,7 +434,15 @@ class graph_exec_ref {
       if (refused.result == cudaGraphExecUpdateSuccess) refused.result = cudaGraphExecUpdateError;
       return refused;
     }
-    detail::check(status, "cudaGraphExecUpdate(exec, graph)", __FILE__, __LINE__);
+    if (CURT_UNLIKELY(status != cudaSuccess)) {
+      std::string log = detail::take_driver_log();
+      (void)cudaGetLastError();
+      std::string note = device_updatable_note(g);
+      detail::throw_error_with_log(make_error_code(status), "cudaGraphExecUpdate(exec, graph)",
+                                   detail::location(__FILE__, __LINE__),
+                                   note.empty() ? std::string() : note.substr(2), std::move(log));
+    }
+    detail::updated_exec_table().add(e);
     return {};
   }
 
@@ -402,7 +451,7 @@ class graph_exec_ref {
   instantiate_flags flags() const {
     cudaGraphExec_t e = native("flags()");
     unsigned long long value = 0;
-    detail::current_device_scope in_context;
+    detail::current_device_scope in_context(detail::any_context);
     detail::check(cudaGraphExecGetFlags(e, &value), "cudaGraphExecGetFlags(exec)", __FILE__,
                   __LINE__);
     return static_cast<instantiate_flags>(value);
@@ -426,11 +475,26 @@ class graph_exec_ref {
   cudaGraphExec_t handle_;
 
  private:
-  [[noreturn]] CURT_COLD static void throw_update_refused(const graph_update_result& refused) {
+  // "; the graph updated from holds N device-updatable kernel node(s): ..." or nothing.
+  CURT_COLD static std::string device_updatable_note(cudaGraph_t from) {
+    std::size_t updatable = 0;
+    try {
+      detail::current_device_scope in_context(detail::any_context);
+      updatable = detail::count_single_exec_nodes(from).device_updatable;
+    } catch (const std::exception&) {  // no context: the message goes without the count
+    }
+    if (!updatable) return {};
+    return "; the graph updated from holds " + std::to_string(updatable) +
+           " device-updatable kernel node(s): CUDA updates no executable graph from such a "
+           "graph, nor one instantiated from one (instantiate anew)";
+  }
+  [[noreturn]] CURT_COLD static void throw_update_refused(const graph_update_result& refused,
+                                                         cudaGraph_t from) {
     std::string log = detail::take_driver_log();
     std::string why = detail::describe_update_refusal(
         refused.result, detail::diagnose([&] { return detail::describe_node(refused.node); }),
         detail::diagnose([&] { return detail::describe_node(refused.from_node); }));
+    why += device_updatable_note(from);
     detail::throw_error_with_log(make_error_code(cudaErrorGraphExecUpdateFailure),
                                  "cudaGraphExecUpdate(exec, graph)",
                                  detail::location(__FILE__, __LINE__), std::move(why),
@@ -483,7 +547,8 @@ class graph_exec : public graph_exec_ref {
   void destroy() noexcept {
     if (detail::is_state_handle(handle_)) return;
     try {
-      detail::current_device_scope in_context;
+      detail::updated_exec_table().forget(handle_);
+      detail::current_device_scope in_context(detail::any_context);
       detail::check_noexcept(cudaGraphExecDestroy(handle_), "cudaGraphExecDestroy(exec)",
                              __FILE__, __LINE__);
     } catch (const cuda_error& error) {
@@ -498,7 +563,7 @@ inline graph graph_ref::clone() const {
   cudaGraph_t copy = nullptr;
   cudaError_t status;
   {
-    detail::current_device_scope in_context;
+    detail::current_device_scope in_context(detail::any_context);
     status = cudaGraphClone(&copy, g);
   }
   if (CURT_UNLIKELY(status != cudaSuccess)) detail::throw_clone_error(status, g, __FILE__, __LINE__);

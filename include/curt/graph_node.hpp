@@ -67,7 +67,7 @@ class graph_node {
     auto query = incoming ? &cudaGraphNodeGetDependencies : &cudaGraphNodeGetDependentNodes;
     const char* call = incoming ? "cudaGraphNodeGetDependencies(node, with edge data)"
                                 : "cudaGraphNodeGetDependentNodes(node, with edge data)";
-    detail::current_device_scope in_context;
+    detail::current_device_scope in_context(detail::any_context);
     std::size_t n = 0;
     detail::check(query(node, nullptr, nullptr, &n), call, __FILE__, __LINE__);
     std::vector<cudaGraphNode_t> nodes(n);

@@ -225,12 +225,22 @@ void update_fill_node(graph_exec_ref exec, graph_node node, Dst&& dst,
 /// curt::add_host_node: its callable, which the graph owns, adopts `function`, which then lives as
 /// long as it does (until the graph and its executable graphs are gone; each update keeps its
 /// function until then) and is destroyed on a user thread. Exceptions go to the error handler, as
-/// for add_host_node.
+/// for add_host_node. Refused for an executable graph curt updated as a whole (its host nodes
+/// then belong to the graph it was updated from); a whole-graph update done with the raw
+/// cudaGraphExecUpdate is not seen: do not mix the two.
 template <class F>
 void update_host_node(graph_exec_ref exec, graph_node node, F&& function) {
   if constexpr (detail::host_node_callable<F>()) {
     cudaGraphExec_t e = detail::graph_exec_access(exec).handle("update_host_node()");
     detail::require_node(node, "curt::update_host_node");
+    if (CURT_UNLIKELY(detail::updated_exec_table().contains(e)))
+      detail::raise(cudaErrorInvalidValue, "curt::update_host_node",
+                    "this executable graph was updated as a whole (graph_exec::update), so its "
+                    "host nodes call the callables of the graph it was updated from, and a new "
+                    "callable could not be tied to anything it holds. Update that graph's host "
+                    "node (or add a new one) and update the executable graph from it again, or "
+                    "instantiate anew. Nothing was changed",
+                    __FILE__, __LINE__);
     cudaHostNodeParams current{};
     {
       detail::current_device_scope in_context;

@@ -19,6 +19,8 @@
 #include <curt/device.hpp>
 #include <curt/event.hpp>
 #include <curt/launch.hpp>
+#include <curt/graph.hpp>
+#include <curt/graph_nodes.hpp>
 #include <curt/memory.hpp>
 #include <curt/memory_pool.hpp>
 #include <curt/copy.hpp>
@@ -281,6 +283,7 @@ TEST_CASE("device-less queries on device 1's memory (child)", "[.][queries-child
   std::vector<std::string> broken;
   std::vector<curt::pointer_info> seen;
   std::vector<bool> read_mostly;
+  std::size_t graph_nodes = 0;
   on_fresh_thread([&] {
     auto step = [&](const std::string& what) {
       if (current_context() != nullptr) {
@@ -304,11 +307,28 @@ TEST_CASE("device-less queries on device 1's memory (child)", "[.][queries-child
       seen.push_back(curt::pointer_attributes(on_device.data()));
       step("pointer_attributes(device)" + tag);
     }
+    // A graph has no device: its queries and its destruction need only some context.
+    std::optional<curt::graph> g;
+    std::optional<curt::graph_exec> exec;
+    {
+      curt::device_guard guard(d1);
+      g.emplace(curt::graph::create());
+      curt::add_empty_node(*g, {});
+      exec.emplace(g->instantiate());
+    }
+    step("a graph and its executable graph made under device_guard(device 1)");
+    graph_nodes = g->node_count();
+    step("graph::node_count");
+    exec.reset();
+    step("destroying the executable graph");
+    g.reset();
+    step("destroying the graph");
   });
   const unsigned long long zero = primary_context_id(0);  // made now, for the first time
   for (const std::string& what : broken) FAIL_CHECK(what);
   INFO("device 1's primary context id " << before << ", device 0's, made afterwards, " << zero);
   CHECK(zero == before + 1);  // no context was made in between
+  CHECK(graph_nodes == 1u);
   REQUIRE(read_mostly.size() == static_cast<std::size_t>(rounds));
   for (int round = 0; round < rounds; ++round)
     CHECK(read_mostly[static_cast<std::size_t>(round)] == (round % 2 == 0));
@@ -322,8 +342,8 @@ TEST_CASE("device-less queries on device 1's memory (child)", "[.][queries-child
   std::fflush(stdout);
 }
 
-TEST_CASE("pointer and range queries and advice on device 1's memory, from a fresh thread, never "
-          "make a context of device 0") {
+TEST_CASE("pointer and range queries, advice and graph queries and destruction for device 1, from "
+          "a fresh thread, never make a context of device 0") {
   REQUIRE(curt::device_count() >= 2);
   if (under_compute_sanitizer()) {
     WARN("under compute-sanitizer: the child process is not run (see above)");

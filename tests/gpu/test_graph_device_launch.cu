@@ -712,7 +712,8 @@ TEST_CASE("device launch and device-updatable nodes refuse what CUDA does not al
                                       {"cudaGraphInstantiateWithParams",
                                        "1 device-updatable kernel node(s)",
                                        "one executable graph at a time"});
-    curt_test::require_any_cuda_error([&] { first.update(g); }, {"cudaGraphExecUpdate"});
+    curt_test::require_any_cuda_error([&] { first.update(g); },
+                                      {"cudaGraphExecUpdate", "1 device-updatable kernel node(s)"});
   }
   // With the first one gone, a new one is made, and runs the node as it was made.
   curt::graph_exec second = g.instantiate_and_upload(s);

@@ -575,6 +575,46 @@ TEST_CASE("a host node runs on every launch; the graph owns its callable, destro
   }
 }
 
+// CUDA gives an executable graph updated as a whole the references of the graph it was updated
+// from: its host nodes call that graph's callables. A per-node update naming a node of the first
+// graph used to hand its callable to the first graph's owner, which could then free it while the
+// executable graph still called it.
+TEST_CASE("after a whole-graph update, update_host_node is refused; a new executable graph takes "
+          "it again", "[graph][nodes]") {
+  curt::device d(0);
+  curt::stream s(d);
+  auto first = std::make_shared<std::atomic<int>>(0);
+  auto second = std::make_shared<std::atomic<int>>(0);
+  auto third = std::make_shared<std::atomic<int>>(0);
+  curt::graph g1 = curt::graph::create();
+  curt::graph_node h1 = curt::add_host_node(g1, {}, [first] { first->fetch_add(1); });
+  curt::graph g2 = curt::graph::create();
+  curt::add_host_node(g2, {}, [second] { second->fetch_add(1); });
+  curt::graph_exec exec = g1.instantiate();
+  exec.launch(s);
+  s.synchronize();
+  CHECK(first->load() == 1);
+  exec.update(g2);
+  exec.launch(s);
+  s.synchronize();
+  CHECK(first->load() == 1);
+  CHECK(second->load() == 1);
+  require_cuda_error([&] { curt::update_host_node(exec, h1, [third] { third->fetch_add(1); }); },
+                     cudaErrorInvalidValue,
+                     {"curt::update_host_node", "updated as a whole", "Nothing was changed"});
+  exec.launch(s);
+  s.synchronize();
+  CHECK(second->load() == 2);
+  CHECK(third->load() == 0);
+
+  curt::graph_exec fresh = g1.instantiate();
+  curt::update_host_node(fresh, h1, [third] { third->fetch_add(1); });
+  fresh.launch(s);
+  s.synchronize();
+  CHECK(third->load() == 1);
+  CHECK(first->load() == 1);
+}
+
 TEST_CASE("per-node updates change what one executable graph does; the graph and its other "
           "executable graphs keep theirs", "[graph][nodes]") {
   curt::device d(0);
