@@ -26,6 +26,7 @@
 #include <curt/access_policy.hpp>
 #include <curt/detail/driver_lookup.hpp>
 #include <curt/detail/entries.hpp>
+#include <curt/detail/green_lifetime.hpp>
 #include <curt/detail/handle_state.hpp>
 #include <curt/detail/host_function.hpp>
 #include <curt/device.hpp>
@@ -521,6 +522,8 @@ class stream : public stream_ref {
   /// Gives up ownership; the caller destroys the returned handle. The owner is then "released".
   cudaStream_t release() {
     cudaStream_t h = native("release()");
+    // A released green stream keeps its green context for good (see detail/green_lifetime.hpp).
+    (void)detail::held_by_streams().take(h);
     handle_ = detail::state_handle<cudaStream_t>(detail::handle_state::released);
     return h;
   }
@@ -551,6 +554,8 @@ class stream : public stream_ref {
   void destroy() noexcept {
     if (detail::is_state_handle(handle_)) return;  // holds no stream: not a drain point either
     detail::deferred().drain();
+    // What the stream keeps alive (the green context it was made in), dropped once it is gone.
+    detail::stream_hold held = detail::held_by_streams().take(handle_);
     try {
       detail::stream_context_scope in_context(handle_);
       detail::host_errors().stream_destroyed(handle_);
@@ -559,6 +564,7 @@ class stream : public stream_ref {
     } catch (const cuda_error& error) {  // the context could not be made current
       detail::handle_error(error);
     }
+    held.run();  // after the scope: its context is no longer current here
     handle_ = detail::state_handle<cudaStream_t>(detail::handle_state::empty);
   }
 
