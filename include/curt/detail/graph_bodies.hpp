@@ -109,8 +109,16 @@ class conditional_bodies {
   void mark(cudaGraph_t body) noexcept {
     for (conditional_body_entry& e : entries_) e.dead = e.dead || e.body == body;
   }
-  // Marks whatever is nested in a dead body, then removes every dead entry. No allocation.
+  // Marks whatever is nested in a dead body, then removes every dead entry. No allocation. One
+  // pass when nothing is dead (a new body, an unrelated graph destroyed): recording N conditional
+  // nodes costs O(N^2) comparisons in all, not O(N^3).
   void sweep() noexcept {
+    bool any_dead = false;
+    for (const conditional_body_entry& e : entries_) any_dead = any_dead || e.dead;
+    if (!any_dead) {
+      size_.store(entries_.size(), order::relaxed);  // add() counts on this
+      return;
+    }
     bool changed = true;
     while (changed) {
       changed = false;
