@@ -24,6 +24,7 @@
 #pragma once
 
 #include <curt/access_policy.hpp>
+#include <curt/detail/conditional_body_check.hpp>
 #include <curt/detail/driver_lookup.hpp>
 #include <curt/detail/entries.hpp>
 #include <curt/detail/green_lifetime.hpp>
@@ -290,8 +291,15 @@ class stream_ref {
     cudaGraph_t graph = nullptr;
     detail::check(cudaStreamGetCaptureInfo(h, &capture, nullptr, &graph),
                   "cudaStreamGetCaptureInfo(stream)", __FILE__, __LINE__);
-    if (capture == cudaStreamCaptureStatusActive)
+    if (capture == cudaStreamCaptureStatusActive) {
+      if (CURT_UNLIKELY(detail::captures_into_conditional_body(graph)))
+        detail::raise(cudaErrorNotSupported, "curt::stream::host_call()",
+                      "the stream captures into the body of a conditional node, which holds only "
+                      "kernel, empty, child-graph, memset, memcpy and conditional nodes: CUDA "
+                      "allows no host function there. Nothing was captured",
+                      __FILE__, __LINE__);
       return host_call_in_graph(std::make_unique<task>(std::forward<F>(function), 0), graph);
+    }
     if (CURT_UNLIKELY(capture == cudaStreamCaptureStatusInvalidated))
       detail::raise(cudaErrorStreamCaptureInvalidated, "curt::stream::host_call()",
                     "the stream's capture was invalidated by an earlier error; end the capture "

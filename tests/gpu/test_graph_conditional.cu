@@ -559,6 +559,20 @@ TEST_CASE("CUDA's rules for conditional nodes are errors that say why, where the
     curt::add_memset_node(inner.body(1), {}, all_of(scratch), 0);
     CHECK(inner.body(0).node_count() == 1);
   }
+  SECTION("a host function captured into a body is refused at the call") {
+    curt::stream side(d);
+    require_cuda_error(
+        [&] {
+          curt::capture_to_graph(side, body, [&](curt::stream_ref bs) { bs.host_call([] {}); });
+        },
+        cudaErrorNotSupported,
+        {"curt::stream::host_call()", "the body of a conditional node",
+         "allows no host function there", "Nothing was captured"});
+    CHECK(body.node_count() == body_nodes);
+    CHECK(curt::capture_info(side).status == curt::capture_status::none);
+    curt::graph_exec exec = g.instantiate();  // the graph is as it was
+    require_runs(exec);
+  }
   SECTION("a child graph holding a node a body cannot hold is refused in a body") {
     curt::graph child = curt::graph::create();
     curt::graph_node k = curt::add_kernel_node(child, {}, config_for(n), affine,

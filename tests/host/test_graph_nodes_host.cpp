@@ -629,3 +629,17 @@ TEST_CASE("updates of an executable graph's nodes refuse, before CUDA, attribute
                         curt::detail::node_type_name(type), "Nothing was changed"});
   }
 }
+
+TEST_CASE("stream.hpp's host_call sees the table of conditional bodies once a header that makes "
+          "conditional nodes is in the program", "[graph]") {
+  REQUIRE(curt::detail::conditional_body_check != nullptr);  // installed by graph_bodies.hpp
+  curt::detail::conditional_bodies& table = curt::detail::conditional_body_table();
+  auto body = reinterpret_cast<cudaGraph_t>(std::uintptr_t{0x5e5e0});
+  auto parent = reinterpret_cast<cudaGraph_t>(std::uintptr_t{0x5e5f0});
+  CHECK_FALSE(curt::detail::captures_into_conditional_body(body));
+  table.add(parent, table.next_id(), cudaGraphCondTypeIf, &body, 1);
+  CHECK(curt::detail::captures_into_conditional_body(body));
+  CHECK_FALSE(curt::detail::captures_into_conditional_body(parent));
+  table.forget_graph(parent);
+  CHECK_FALSE(curt::detail::captures_into_conditional_body(body));
+}

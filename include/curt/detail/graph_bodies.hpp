@@ -17,6 +17,7 @@
 #pragma once
 
 #include <curt/detail/atomic.hpp>
+#include <curt/detail/conditional_body_check.hpp>
 #include <curt/detail/config.hpp>
 #include <curt/detail/entries.hpp>
 
@@ -150,6 +151,18 @@ inline conditional_bodies& conditional_body_table() {
   static conditional_bodies* table = new conditional_bodies;
   return *table;
 }
+
+/// Whether `graph` is the body of a conditional node curt made: one load when none was ever made.
+inline bool is_conditional_body(cudaGraph_t graph) noexcept {
+  conditional_bodies& table = conditional_body_table();
+  if (CURT_LIKELY(table.empty())) return false;
+  conditional_body_entry found;
+  return table.find(graph, found);
+}
+
+// Installs the check stream.hpp's host_call makes (see detail/conditional_body_check.hpp).
+inline const bool conditional_body_check_installed =
+    (conditional_body_check = &is_conditional_body, true);
 
 /// Called by curt just before it destroys `graph` (the hook in graph.hpp and graph_capture.hpp):
 /// one load when no conditional node was ever made.
