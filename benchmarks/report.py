@@ -7,6 +7,7 @@ there.
 
   benchmarks/report.py LOG_DIR            # reads LOG_DIR/*_bench.json (and compile_cost.log)
   benchmarks/report.py a.json b.json ...  # or the files named
+  benchmarks/report.py --svg CHART.svg LOG_DIR   # also writes the curt/raw chart (SVG)
 
 Prints the report; scripts/bench.sh also writes it to LOG_DIR/report.md for docs/performance.md.
 """
@@ -202,6 +203,43 @@ def batch_table(runs):
     return "\n".join(out)
 
 
+def overhead_svg(runs):
+    """A bar per paired operation: curt / raw, with the 1.0 line and the operation's goal as a
+    tick, so that a reader sees at a glance which costs sit at parity and which exceed a goal.
+    Plain SVG, no plotting library."""
+    rows = sorted((b for b in runs if b["run_name"].startswith("paired/") and "curt_over_raw" in b),
+                  key=lambda b: b["run_name"])
+    if not rows:
+        return ""
+    label_w, bar_w, row_h, top = 260, 420, 22, 30
+    low, high = 0.95, max([1.10] + [b["curt_over_raw"] + 0.01 for b in rows])
+    x = lambda ratio: label_w + (min(max(ratio, low), high) - low) / (high - low) * bar_w
+    height = top + row_h * len(rows) + 30
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 120}" '
+           f'height="{height}" font-family="sans-serif" font-size="12">',
+           f'<text x="{label_w}" y="18">curt / raw host cost per call (median); '
+           f'tick: the goal</text>']
+    for i, b in enumerate(rows):
+        y = top + i * row_h
+        ratio = b["curt_over_raw"]
+        goal, _ = goal_for(b["run_name"])
+        over = goal is not None and ratio > goal
+        name = b["run_name"][len("paired/"):]
+        out.append(f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end">{name}</text>')
+        out.append(f'<rect class="bar" x="{x(low):.1f}" y="{y + 4}" width="{x(ratio) - x(low):.1f}" '
+                   f'height="{row_h - 8}" fill="{"#c0392b" if over else "#2e86c1"}"/>')
+        out.append(f'<text x="{x(ratio) + 4:.1f}" y="{y + 15}">{ratio:.3f}</text>')
+        if goal is not None:
+            out.append(f'<line class="goal" x1="{x(goal):.1f}" x2="{x(goal):.1f}" y1="{y + 2}" '
+                       f'y2="{y + row_h - 2}" stroke="black" stroke-width="2"/>')
+    bottom = top + row_h * len(rows)
+    out.append(f'<line x1="{x(1.0):.1f}" x2="{x(1.0):.1f}" y1="{top}" y2="{bottom}" '
+               f'stroke="gray" stroke-dasharray="4 3"/>')
+    out.append(f'<text x="{x(1.0):.1f}" y="{bottom + 16}" text-anchor="middle">1.0</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 def compile_cost(directory):
     path = os.path.join(directory, "compile_cost.log") if directory else None
     if not path or not os.path.exists(path):
@@ -214,6 +252,9 @@ def main(argv):
     if not argv:
         print(__doc__.strip(), file=sys.stderr)
         return 2
+    svg_path = None
+    if len(argv) >= 2 and argv[0] == "--svg":  # also write the overhead chart there
+        svg_path, argv = argv[1], argv[2:]
     directory = argv[0] if len(argv) == 1 and os.path.isdir(argv[0]) else None
     paths = sorted(glob.glob(os.path.join(directory, "*_bench.json"))) if directory else argv
     if not paths:
@@ -229,6 +270,12 @@ def main(argv):
         ("Separate benchmarks (medians; GPU time for gpu_time/*)", side_by_side(runs)),
         ("Compile cost", compile_cost(directory)),
     ]
+    if svg_path:
+        chart = overhead_svg(runs)
+        if chart:
+            with open(svg_path, "w") as f:
+                f.write(chart)
+            sections.insert(2, ("Chart", f"![curt / raw, host cost per call]({os.path.basename(svg_path)})"))
     print("\n\n".join(f"### {title}\n\n{body}" for title, body in sections if body))
     missed = [b["run_name"] for b in runs if b["run_name"].startswith("paired/")
               and goal_for(b["run_name"])[0] is not None

@@ -50,8 +50,11 @@ def main():
         with open(os.path.join(directory, "a_bench.json"), "w") as f:
             json.dump({"context": {"library_build_type": "debug", "curt_device": "Test GPU"},
                        "benchmarks": benchmarks}, f)
-        out = subprocess.run([sys.executable, os.path.join(here, "report.py"), directory],
-                             capture_output=True, text=True, check=True).stdout
+        chart = os.path.join(directory, "overhead.svg")
+        out = subprocess.run([sys.executable, os.path.join(here, "report.py"), "--svg", chart,
+                              directory], capture_output=True, text=True, check=True).stdout
+        with open(chart) as f:
+            svg = f.read()
     failures = []
 
     def expect(condition, what):
@@ -67,6 +70,12 @@ def main():
     expect("**debug**" in out, "a debug Google Benchmark is called out")
     expect("Test GPU" in out, "the device is named")
     expect("| gpu_time/x |" in out and "| 1.500 |" in out, "curt / raw of the separate runs")
+    expect("](overhead.svg)" in out, "the report links the chart")
+    paired_count = 4  # the paired medians above
+    bars = svg.count('class="bar"')
+    expect(bars == paired_count, f"one bar per paired operation: {bars}")
+    expect(svg.count('class="goal"') == paired_count, "a goal tick per operation that has one")
+    expect(f">{over:.3f}<" in svg and "#c0392b" in svg, "the launch over its goal is drawn as over")
     lines = out.splitlines()
     graph_launch_row = next((l for l in lines if l.startswith("| graph/launch |")), "")
     build_row = next((l for l in lines if l.startswith("| graph/build_instantiate/1000 |")), "")

@@ -64,7 +64,7 @@ if [ $compile_cost -eq 1 ]; then
 fi
 
 echo
-python3 "$root/benchmarks/report.py" "$out" | tee "$out/report.md"
+python3 "$root/benchmarks/report.py" --svg "$out/overhead.svg" "$out" | tee "$out/report.md"
 echo
 echo "JSON, logs and report.md in $out"
 exit $failed
