@@ -157,7 +157,7 @@ def side_by_side(runs):
     families = {}
     for b in runs:
         name = b["run_name"]
-        if name.startswith(("paired/", "batch_copy/", "graph/")):  # their own tables
+        if name.startswith(("paired/", "batch_copy/", "graph/", "multi_gpu/", "kernel/")):  # their own tables
             continue
         family, _, variant = name.rpartition("/")
         if not family:
@@ -240,6 +240,202 @@ def overhead_svg(runs):
     return "\n".join(out) + "\n"
 
 
+# The kernel suite (kernel_bench's kernel/*): per family, the curt variant that the goal is about
+# (None: the fastest of the example's variants) and the alternative it is measured against.
+KERNEL_PAIRS = [
+    (r"^vec_add$", "float4", "thrust"),
+    (r"^reduce_", None, "cub"),
+    (r"^histogram/", "auto", "cub"),
+    (r"^transpose$", "tiled64", "copy_kernel"),
+]
+
+# The issues' kernel goals: (family pattern, size or None for any, kind, limit, what). kind "bw":
+# curt GB/s / alternative GB/s at least limit; "time": curt time / alternative time at most limit
+# (the same bytes: alternative GB/s / curt GB/s).
+KERNEL_GOALS = [
+    (r"^vec_add$", "268435456", "bw", 0.97, "float4 at least 0.97x Thrust at 2^28 (examples)"),
+    (r"^reduce_(sum|max)_", "268435456", "bw", 0.97, "at least 0.97x CUB at 2^28 (examples)"),
+    (r"^reduce_(sum|max)_", "65536", "time", 1.2, "at most 1.2x CUB's time at 2^16 (examples)"),
+    (r"^histogram/uniform$", None, "bw", 1.7, "at least 1.7x CUB, uniform (examples)"),
+    (r"^histogram/skewed$", None, "bw", 1.15, "at least 1.15x CUB, skewed (examples)"),
+    (r"^transpose$", None, "bw", 0.9, "tiled 64x64 at least 0.9x the copy kernel (examples)"),
+]
+
+
+def kernel_key(name):
+    """kernel/<family>/<variant>/<size> (histograms: kernel/histogram/<variant>/<input>/<size>)
+    as (family, variant, size); None for other names."""
+    parts = name.split("/")
+    if parts[0] != "kernel" or len(parts) < 4:
+        return None
+    if parts[1] == "histogram" and len(parts) >= 5:
+        return f"histogram/{parts[3]}", parts[2], "/".join(parts[4:])
+    return parts[1], parts[2], "/".join(parts[3:])
+
+
+def kernel_gb_per_s(b):
+    if "gb_per_s" in b:
+        return b["gb_per_s"]
+    return b.get("bytes_per_second", 0.0) / 1e9
+
+
+def kernel_rows(runs):
+    """One dict per (family, size) that has both its curt variant and its alternative: names,
+    GB/s, fractions of copy, the ratio curt / alternative (GB/s), the goal and its verdict."""
+    groups = {}
+    for b in runs:
+        key = kernel_key(b["run_name"])
+        if key:
+            family, variant, size = key
+            groups.setdefault((family, size), {})[variant] = b
+    rows = []
+    for (family, size), variants in groups.items():
+        pair = next(((curt, alt) for pattern, curt, alt in KERNEL_PAIRS if re.search(pattern, family)),
+                    None)
+        if pair is None or pair[1] not in variants:
+            continue
+        curt, alt = pair
+        if curt is None:  # the fastest of the others
+            others = [v for v in variants if v != alt]
+            curt = max(others, key=lambda v: kernel_gb_per_s(variants[v])) if others else None
+        if curt not in variants:
+            continue
+        c, a = variants[curt], variants[alt]
+        c_gb, a_gb = kernel_gb_per_s(c), kernel_gb_per_s(a)
+        row = dict(family=family, size=size, curt=curt, alt=alt, curt_gb=c_gb, alt_gb=a_gb,
+                   ratio=c_gb / a_gb if a_gb > 0 else 0.0, curt_of_copy=c.get("of_copy"),
+                   alt_of_copy=a.get("of_copy"), name=c["run_name"], goal="", verdict="",
+                   missed=False)
+        for pattern, goal_size, kind, limit, what in KERNEL_GOALS:
+            if re.search(pattern, family) and (goal_size is None or goal_size == size):
+                if kind == "bw":
+                    met = row["ratio"] >= limit
+                    row["goal"] = f">= {limit:g}x"
+                else:
+                    time_ratio = a_gb / c_gb if c_gb > 0 else float("inf")
+                    met = time_ratio <= limit
+                    row["goal"] = f"time <= {limit:g}x ({time_ratio:.2f}x)"
+                row["missed"] = not met
+                row["verdict"] = ("met" if met else "**missed**") + f": {what}"
+                break
+        rows.append(row)
+
+    def order(r):
+        return r["family"], int(r["size"]) if r["size"].isdigit() else 0, r["size"]
+
+    return sorted(rows, key=order)
+
+
+def kernel_table(runs):
+    rows = kernel_rows(runs)
+    if not rows:
+        return ""
+
+    def frac(value):
+        return "-" if value is None else f"{value:.2f}"
+
+    out = [
+        "| kernel | size | curt variant | GB/s | alternative | GB/s | curt / alt | curt of copy | "
+        "alt of copy | goal | |",
+        "|---|---|---|---:|---|---:|---:|---:|---:|---|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['family']} | {r['size']} | {r['curt']} | {r['curt_gb']:.1f} | {r['alt']} | "
+            f"{r['alt_gb']:.1f} | {r['ratio']:.3f} | {frac(r['curt_of_copy'])} | "
+            f"{frac(r['alt_of_copy'])} | {r['goal']} | {r['verdict']} |"
+        )
+    out.append(
+        "\nGB/s: bytes read plus written per GPU time (medians); of copy: that bandwidth over the "
+        "device-to-device copy's measured in the same run; curt / alt: the GB/s ratio (higher is "
+        "better); reductions without a fixed variant show the fastest of the example's."
+    )
+    return "\n".join(out)
+
+
+def kernel_missed(runs):
+    return [r["name"] for r in kernel_rows(runs) if r["missed"]]
+
+
+# The multi-GPU goals (multi_gpu_bench's multi_gpu/*), where curt / raw bandwidth is at least
+# the limit (higher is better): (pattern, lowest curt / raw, what).
+MULTI_GPU_GOALS = [
+    (r"^multi_gpu/peer_copy/", 0.9, "peer copy at least 0.9x cudaMemcpyPeerAsync (multi-GPU)"),
+    (r"^multi_gpu/nccl_all_reduce/", 0.98,
+     "all-reduce bus bandwidth at least 0.98x ncclAllReduce (multi-GPU)"),
+]
+
+
+def multi_gpu_size(size):
+    """'64MiB' / '1GiB' as bytes, for ordering; 0 when it is neither."""
+    m = re.match(r"^(\d+)(MiB|GiB)$", size)
+    return int(m.group(1)) << (20 if m.group(2) == "MiB" else 30) if m else 0
+
+
+def multi_gpu_rows(runs):
+    """One dict per multi_gpu/* run with its counters: what, size, raw and curt GB/s (bus
+    bandwidth for the all-reduce), ratio, goal and verdict."""
+    rows = []
+    directions = {"0to1": 0, "1to0": 1, "bidirectional": 2}
+    for b in runs:
+        parts = b["run_name"].split("/")
+        if parts[0] != "multi_gpu" or "curt_over_raw" not in b:
+            continue
+        kind, size = parts[1], parts[-1]
+        if kind in ("peer_copy", "peer_copy_no_access") and len(parts) == 4:
+            what = f"peer copy {parts[2]}" + (", no peer access" if kind.endswith("no_access") else "")
+            raw, curt = b.get("raw_GBps"), b.get("curt_GBps")
+            order = (0 if kind == "peer_copy" else 1, directions.get(parts[2], 3))
+        elif kind == "nccl_all_reduce" and len(parts) == 3:
+            ranks = int(b.get("ranks", 0))
+            what = f"NCCL all-reduce, bus bandwidth, {ranks} GPUs"
+            raw, curt = b.get("raw_busbw_GBps"), b.get("curt_busbw_GBps")
+            order = (2, 0)
+        else:
+            continue
+        row = dict(name=b["run_name"], what=what, size=size, raw=raw, curt=curt,
+                   ratio=b["curt_over_raw"], goal="", verdict="", missed=False,
+                   order=order + (multi_gpu_size(size),))
+        limit, note = goal_for(b["run_name"], MULTI_GPU_GOALS)
+        if limit is not None:
+            met = row["ratio"] >= limit
+            row["goal"] = f">= {limit:g}x"
+            row["missed"] = not met
+            row["verdict"] = ("met" if met else "**missed**") + f": {note}"
+        rows.append(row)
+    return sorted(rows, key=lambda r: r["order"])
+
+
+def multi_gpu_table(runs):
+    rows = multi_gpu_rows(runs)
+    if not rows:
+        return ""
+
+    def gb(value):
+        return "-" if value is None else f"{value:.1f}"
+
+    out = [
+        "| operation | size | raw GB/s | curt GB/s | curt / raw | goal | |",
+        "|---|---|---:|---:|---:|---|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['what']} | {r['size']} | {gb(r['raw'])} | {gb(r['curt'])} | {r['ratio']:.3f} | "
+            f"{r['goal']} | {r['verdict']} |"
+        )
+    out.append(
+        "\npeer copy: bytes moved per GPU time (both directions summed when bidirectional), "
+        "curt::copy against cudaMemcpyPeerAsync; all-reduce: bus bandwidth (algorithm bandwidth x "
+        "2 (n-1) / n), curt::all_reduce against ncclAllReduce, size per GPU; curt / raw: median "
+        "of the per-iteration bandwidth ratios (higher is better)."
+    )
+    return "\n".join(out)
+
+
+def multi_gpu_missed(runs):
+    return [r["name"] for r in multi_gpu_rows(runs) if r["missed"]]
+
+
 def compile_cost(directory):
     path = os.path.join(directory, "compile_cost.log") if directory else None
     if not path or not os.path.exists(path):
@@ -266,6 +462,10 @@ def main(argv):
         ("Host cost per call, raw and curt alternating (medians)", paired_table(runs)),
         ("Graphs: GPU time of the same kernels, one graph launch vs stream launches (medians)",
          graph_table(runs)),
+        ("Kernels: the examples' kernels against the best alternative (medians)",
+         kernel_table(runs)),
+        ("Multi-GPU: peer copies and NCCL all-reduce, curt and raw in one run (medians)",
+         multi_gpu_table(runs)),
         ("Batched copies", batch_table(runs)),
         ("Separate benchmarks (medians; GPU time for gpu_time/*)", side_by_side(runs)),
         ("Compile cost", compile_cost(directory)),
@@ -281,6 +481,8 @@ def main(argv):
               and goal_for(b["run_name"])[0] is not None
               and b.get("curt_over_raw", 0) > goal_for(b["run_name"])[0]]
     missed += [b["run_name"] for b in runs if speedup_missed(b)]
+    missed += multi_gpu_missed(runs)
+    missed += kernel_missed(runs)
     if missed:
         print(f"\nGoals missed: {', '.join(missed)}")
     return 0
