@@ -83,11 +83,13 @@ int main(int argc, char** argv) {
   return curt_example::run(
       "batched_copies",
       "batched_copies [COPIES [AVERAGE]]   (COPIES 1..1000000, default 2048; AVERAGE elements per "
-      "copy 1..2^20, default 256)",
+      "copy 1..2^20, default 256; COPIES x AVERAGE at most 2^28)",
       [&] {
         const std::size_t copies = curt_example::size_argument(argc, argv, 1, 2048, 1, 1000000);
         const std::size_t average =
             curt_example::size_argument(argc, argv, 2, 256, 1, std::size_t(1) << 20);
+        if (copies * average > (std::size_t(1) << 28))  // up to 2 GiB of floats in each buffer
+          throw curt_example::usage_error("COPIES x AVERAGE must be at most 2^28 elements");
         const curt::device device(0);
         curt::stream stream(device);
         std::size_t total = 0;
@@ -157,7 +159,7 @@ int main(int argc, char** argv) {
           if (first_ms == 0) first_ms = ms;
           char detail[160];
           std::snprintf(detail, sizeof detail,
-                        "every element; host %.1f us to enqueue; GPU %.2fx the loop's time",
+                        "every element; host %.1f us to enqueue; GPU %.2fx the loop's speed",
                         enqueue_us, ms > 0 ? first_ms / ms : 0.0);
           table.row(v.name, size, bad.empty(), ms, bytes, bad.empty() ? detail : bad);
         }

@@ -13,7 +13,7 @@
 //      bit (both sides round every operation the same way).
 // Outputs are poisoned before every checked run; the seed is printed (CURT_EXAMPLE_SEED repeats).
 // Exit code 0 when all matched, 1 on a mismatch or CUDA failure, 2 on bad arguments, 77 without a
-// device. Usage: graphs [ELEMENTS [ITERATIONS [UNKNOWNS]]]   (defaults 65536, 1000, 262147)
+// device. Usage: graphs [ELEMENTS [ITERATIONS [UNKNOWNS]]]   (defaults 65536, 200, 262147)
 #include "example.hpp"
 
 #include <curt/copy.hpp>
@@ -250,12 +250,12 @@ int main(int argc, char** argv) {
   return curt_example::run(
       "graphs",
       "graphs [ELEMENTS [ITERATIONS [UNKNOWNS]]]   (ELEMENTS 1..2^26, default 65536; ITERATIONS "
-      "1..100000, default 1000; UNKNOWNS 1..2^24, default 262147)",
+      "1..100000, default 200; UNKNOWNS 1..2^24, default 262147)",
       [&] {
         const std::size_t n =
             curt_example::size_argument(argc, argv, 1, 65536, 1, std::size_t(1) << 26);
         const int iterations =
-            static_cast<int>(curt_example::size_argument(argc, argv, 2, 1000, 1, 100000));
+            static_cast<int>(curt_example::size_argument(argc, argv, 2, 200, 1, 100000));
         const int unknowns =
             static_cast<int>(curt_example::size_argument(argc, argv, 3, 262147, 1, 1 << 24));
         const curt::device device(0);

@@ -253,17 +253,45 @@ class nccl_communicator_ref {
   int size_ = 0;
 };
 
+namespace detail {
+
+/// NCCL changes devices with cudaSetDevice, which makes the device's primary context current,
+/// and restores the device it found, not the context (and nothing on a failure): this puts back
+/// the context that was current when it was made (a user's own, a green context's), without
+/// throwing.
+class nccl_context_keeper {
+ public:
+  nccl_context_keeper() noexcept { saved_ = now(); }
+  ~nccl_context_keeper() {
+    if (now() != saved_) (void)CURT_DETAIL_DRIVER_FUNCTION(cuCtxSetCurrent, 4000)(saved_);
+  }
+  nccl_context_keeper(const nccl_context_keeper&) = delete;
+  nccl_context_keeper& operator=(const nccl_context_keeper&) = delete;
+
+ private:
+  static CUcontext now() noexcept {
+    CUcontext context = nullptr;
+    (void)CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetCurrent, 4000)(&context);
+    return context;
+  }
+  CUcontext saved_ = nullptr;
+};
+
+}  // namespace detail
+
 /// Owns an NCCL communicator: destroyed (ncclCommDestroy, which waits for its work) with the
 /// owner. Move-only; a moved-from or released owner throws on use.
 class nccl_communicator : public nccl_communicator_ref {
  public:
   /// One rank of `ranks` in a communicator of several processes (ncclCommInitRank), on device d.
-  /// Every rank must make its communicator with the same id; this blocks until all have.
+  /// Every rank must make its communicator with the same id; this blocks until all have, so each
+  /// rank needs its own thread or process (for the GPUs of one process, use create_all).
   nccl_communicator(curt::device d, int ranks, const ncclUniqueId& id, int rank) {
     ncclComm_t comm = nullptr;
     ncclResult_t result = ncclSuccess;
     {
       device_guard guard(d);  // NCCL makes the communicator on the current device
+      detail::nccl_context_keeper keep;
       result = ncclCommInitRank(&comm, ranks, id, rank);
     }
     detail::check_nccl(
@@ -291,6 +319,7 @@ class nccl_communicator : public nccl_communicator_ref {
     {
       // NCCL sets each device in turn and restores the one it found: let it find devices[0].
       device_guard guard(devices.front());
+      detail::nccl_context_keeper keep;
       result = ncclCommInitAll(comms.data(), static_cast<int>(ordinals.size()), ordinals.data());
     }
     detail::check_nccl(
@@ -368,6 +397,7 @@ class nccl_communicator : public nccl_communicator_ref {
     try {
       // NCCL switches to the communicator's device and back: let it find that device current.
       device_guard guard(curt::device::from_ordinal_unchecked(ordinal_));
+      detail::nccl_context_keeper keep;
       ncclResult_t result = ncclCommDestroy(comm);
       if (result != ncclSuccess)
         throw nccl_error(std::error_code(static_cast<int>(result), nccl_category()),
@@ -381,7 +411,10 @@ class nccl_communicator : public nccl_communicator_ref {
 
 /// ncclGroupStart for a scope, ncclGroupEnd at its end: the collectives issued meanwhile (on one
 /// communicator per device, from one thread) launch together. end() ends the group early and
-/// throws on failure; the destructor reports a failure to the error handler instead.
+/// throws on failure; the destructor reports a failure to the error handler instead. If an
+/// exception leaves the scope after some ranks' collectives were issued, the others' are missing:
+/// the group still ends (it must), and the issued ones wait for partners that never come, so
+/// abort those communicators (ncclCommAbort) before waiting on their streams.
 /// On a thread with no current context, an active primary context is current for the scope
 /// (NCCL restores, with cudaSetDevice, the device it finds current).
 class nccl_group {
@@ -416,6 +449,7 @@ class nccl_group {
 
  private:
   detail::current_device_scope context_{detail::any_context};  // before the group starts
+  detail::nccl_context_keeper keep_;  // after context_: puts back what the group end changed
   bool open_ = true;
 };
 
@@ -431,6 +465,41 @@ inline const char* nccl_op_name(nccl_op op) noexcept {
   }
   return "op";
 }
+
+/// A collective's stream must be on its communicator's device: NCCL would find out only when it
+/// launches (at a group's end, after the other ranks' work may have gone), as an unhandled CUDA
+/// error. Default streams are resolved on the communicator's device and need no check.
+inline void check_collective_stream(cudaStream_t stream, const nccl_communicator_ref& comm,
+                                    const char* operation) {
+  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return;
+  int ordinal = -1;
+  if (cudaStreamGetDevice(stream, &ordinal) != cudaSuccess) {
+    (void)cudaGetLastError();  // NCCL will say what is wrong with the stream
+    return;
+  }
+  const int expected = comm.device().ordinal();
+  if (CURT_UNLIKELY(ordinal != expected))
+    raise(cudaErrorInvalidValue, operation,
+          "the stream is on device " + std::to_string(ordinal) + ", the communicator (rank " +
+              std::to_string(comm.rank()) + ") on device " + std::to_string(expected) +
+              ": a collective runs on its communicator's device; nothing was enqueued",
+          __FILE__, __LINE__);
+}
+
+/// A collective's call: the stream checked, the stream's context current on a thread without
+/// one, and whatever context was current before put back after NCCL's device switching.
+class nccl_stream_scope {
+ public:
+  nccl_stream_scope(cudaStream_t stream, const nccl_communicator_ref& comm,
+                    const char* operation)
+      : in_context_(stream) {
+    check_collective_stream(stream, comm, operation);
+  }
+
+ private:
+  stream_context_scope in_context_;
+  nccl_context_keeper keep_;  // after in_context_: restored before it pops
+};
 
 CURT_COLD inline std::string describe_collective(const char* call, std::size_t count,
                                                  ncclDataType_t type, const char* op, int root,
@@ -479,7 +548,7 @@ void all_reduce(Send&& send, Recv&& recv, nccl_op op, nccl_communicator_ref comm
                                    "send and receive must have the same size");
   cudaStream_t h = stream.get();
   ncclComm_t c = comm.get();
-  detail::stream_context_scope in_context(h);
+  detail::nccl_stream_scope in_context(h, comm, "curt::all_reduce");
   detail::check_nccl(ncclAllReduce(send.data(), recv.data(), n, nccl_type_of<T>(),
                                    static_cast<ncclRedOp_t>(op), c, h),
                      [&] {
@@ -508,7 +577,7 @@ void broadcast(Send&& send, Recv&& recv, int root, nccl_communicator_ref comm,
                                    "send and receive must have the same size");
   cudaStream_t h = stream.get();
   ncclComm_t c = comm.get();
-  detail::stream_context_scope in_context(h);
+  detail::nccl_stream_scope in_context(h, comm, "curt::broadcast");
   detail::check_nccl(ncclBroadcast(send.data(), recv.data(), n, nccl_type_of<T>(), root, c, h),
                      [&] {
                        return detail::describe_collective("ncclBroadcast", n, nccl_type_of<T>(),
@@ -537,7 +606,7 @@ void reduce(Send&& send, Recv&& recv, nccl_op op, int root, nccl_communicator_re
                                    "on the root, send and receive must have the same size");
   cudaStream_t h = stream.get();
   ncclComm_t c = comm.get();
-  detail::stream_context_scope in_context(h);
+  detail::nccl_stream_scope in_context(h, comm, "curt::reduce");
   detail::check_nccl(ncclReduce(send.data(), recv.data(), n, nccl_type_of<T>(),
                                 static_cast<ncclRedOp_t>(op), root, c, h),
                      [&] {
@@ -561,7 +630,7 @@ void all_gather(Send&& send, Recv&& recv, nccl_communicator_ref comm, stream_ref
                                        std::to_string(comm.size()) + " ranks");
   cudaStream_t h = stream.get();
   ncclComm_t c = comm.get();
-  detail::stream_context_scope in_context(h);
+  detail::nccl_stream_scope in_context(h, comm, "curt::all_gather");
   detail::check_nccl(ncclAllGather(send.data(), recv.data(), n, nccl_type_of<T>(), c, h),
                      [&] {
                        return detail::describe_collective("ncclAllGather", n, nccl_type_of<T>(),
@@ -586,7 +655,7 @@ void reduce_scatter(Send&& send, Recv&& recv, nccl_op op, nccl_communicator_ref 
                                        std::to_string(comm.size()) + " ranks");
   cudaStream_t h = stream.get();
   ncclComm_t c = comm.get();
-  detail::stream_context_scope in_context(h);
+  detail::nccl_stream_scope in_context(h, comm, "curt::reduce_scatter");
   detail::check_nccl(ncclReduceScatter(send.data(), recv.data(), n, nccl_type_of<T>(),
                                        static_cast<ncclRedOp_t>(op), c, h),
                      [&] {

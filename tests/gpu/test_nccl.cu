@@ -70,7 +70,12 @@ TEST_CASE("all-reduce over every local GPU matches a CPU sum") {
   std::vector<curt::device_buffer<float>> sendf, recvf;
   std::vector<curt::device_buffer<std::int32_t>> sendi;
   for (std::size_t i = 0; i < ranks; ++i) {
-    xf[i] = curt_test::random_floats(count, -1.0f, 1.0f);
+    // Multiples of 1/4096 in [-1, 1]: every partial sum is exact in float, so NCCL's order of
+    // addition (a ring, not rank order, with more than two ranks) cannot matter near zero, where
+    // a relative tolerance would not hold.
+    xf[i].resize(count);
+    const std::vector<int> steps = curt_test::random_ints(count, -4096, 4096);
+    for (std::size_t k = 0; k < count; ++k) xf[i][k] = static_cast<float>(steps[k]) / 4096.0f;
     xi[i] = curt_test::random_ints(count, -100000, 100000);
     sendf.emplace_back(r.devices[i], count);
     recvf.emplace_back(r.devices[i], count);
@@ -177,6 +182,12 @@ TEST_CASE("NCCL's refusals come as curt::nccl_error with NCCL's text", "[api-err
       cudaErrorInvalidValue, {"curt::all_reduce", "1024", "1000", "same size"});
   curt_test::require_cuda_error([&] { curt::all_gather(a, c, r.comms[0], r.streams[0]); },
                                 cudaErrorInvalidValue, {"curt::all_gather", "each of the"});
+  if (r.devices.size() >= 2) {  // rank 0's communicator (device 0) with a stream of device 1
+    curt_test::require_cuda_error(
+        [&] { curt::all_reduce(a, b, curt::nccl_op::sum, r.comms[0], r.streams[1]); },
+        cudaErrorInvalidValue,
+        {"curt::all_reduce", "the stream is on device 1", "on device 0", "nothing was enqueued"});
+  }
   curt::nccl_communicator moved = std::move(r.comms[0]);
   curt_test::require_cuda_error([&] { (void)r.comms[0].rank(); }, cudaErrorInvalidResourceHandle,
                                 {"curt::nccl_communicator::rank()", "moved-from"});

@@ -39,6 +39,7 @@ using cuGetErrorString_v6000 = int(CURT_DETAIL_DRIVER_API*)(int error, const cha
 using cuCtxGetCurrent_v4000 = int(CURT_DETAIL_DRIVER_API*)(CUcontext* context);
 using cuCtxPushCurrent_v4000 = int(CURT_DETAIL_DRIVER_API*)(CUcontext context);
 using cuCtxPopCurrent_v4000 = int(CURT_DETAIL_DRIVER_API*)(CUcontext* context);
+using cuCtxSetCurrent_v4000 = int(CURT_DETAIL_DRIVER_API*)(CUcontext context);
 using cuDeviceGet_v2000 = int(CURT_DETAIL_DRIVER_API*)(CUdevice_v1* device, int ordinal);
 using cuCtxGetDevice_v2000 = int(CURT_DETAIL_DRIVER_API*)(CUdevice_v1* device);
 using cuDevicePrimaryCtxRetain_v7000 = int(CURT_DETAIL_DRIVER_API*)(CUcontext* context,
