@@ -23,6 +23,7 @@
 // programmatic (PDL) edges.
 #pragma once
 
+#include <curt/detail/atomic.hpp>
 #include <curt/detail/entries.hpp>
 #include <curt/detail/graph_bodies.hpp>
 #include <curt/detail/graph_errors.hpp>
@@ -126,6 +127,7 @@ inline unsigned long long native_instantiate_flags(instantiate_flags flags) {
 /// callables it calls are that graph's: a per-node update of a host node (which names a node of
 /// the first graph) could not tie its new callable to anything the executable graph holds, and
 /// curt refuses it. Forgotten when curt destroys the executable graph (its handle may be reused).
+/// Destroying an executable graph costs one relaxed load while no graph was ever updated.
 class updated_execs {
  public:
   void add(cudaGraphExec_t exec) {
@@ -133,18 +135,25 @@ class updated_execs {
     for (cudaGraphExec_t e : execs_)
       if (e == exec) return;
     execs_.push_back(exec);
+    size_.store(execs_.size(), order::relaxed);
   }
   bool contains(cudaGraphExec_t exec) {
+    if (size_.load(order::relaxed) == 0) return false;
     std::lock_guard<std::mutex> lock(mutex_);
     for (cudaGraphExec_t e : execs_)
       if (e == exec) return true;
     return false;
   }
   void forget(cudaGraphExec_t exec) noexcept {
+    if (CURT_LIKELY(size_.load(order::relaxed) == 0)) return;
     try {
       std::lock_guard<std::mutex> lock(mutex_);
       for (cudaGraphExec_t& e : execs_)
-        if (e == exec) return execs_.remove(&e);
+        if (e == exec) {
+          execs_.remove(&e);
+          size_.store(execs_.size(), order::relaxed);
+          return;
+        }
     } catch (const std::system_error&) {  // the lock failed: a stale entry only refuses more
     }
   }
@@ -152,6 +161,7 @@ class updated_execs {
  private:
   std::mutex mutex_;
   entries<cudaGraphExec_t> execs_;
+  atomic<std::size_t> size_{0};
 };
 
 /// The process's table; never destroyed (executable graphs with static storage may die after).

@@ -167,13 +167,7 @@ class device_graph {
  private:
   static cudaGraphExec_t checked(graph_exec_ref exec, const char* operation) {
     cudaGraphExec_t e = detail::graph_exec_access(exec).handle("device_graph()");
-    unsigned long long flags = 0;
-    {
-      detail::current_device_scope in_context;
-      detail::check(cudaGraphExecGetFlags(e, &flags), "cudaGraphExecGetFlags(exec)", __FILE__,
-                    __LINE__);
-    }
-    detail::require_device_launch_flags(flags, operation);
+    detail::require_device_launch_flags(static_cast<unsigned long long>(exec.flags()), operation);
     return e;
   }
 
