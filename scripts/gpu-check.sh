@@ -10,7 +10,8 @@
 #   scripts/gpu-check.sh [--bench] [LOG_DIR]
 # Environment: BENCH_FILTER (a Google Benchmark regex, e.g. 'paired/' for the overhead pairs only),
 # BENCH_REPETITIONS (default 10), COMPILE_COST_HEADERS=1 to also time each header alone (slow),
-# SKIP_SANITIZER=1 to leave compute-sanitizer out, BUILD_TIMEOUT (seconds, default 300) for the
+# SKIP_SANITIZER=1 to leave compute-sanitizer out, SANITIZER_JOBS (parallel sanitizer runs),
+# SANITIZER_TIMEOUT (seconds per run, default 300), BUILD_TIMEOUT (seconds, default 300) for the
 # build. CUDA_VISIBLE_DEVICES limits the GPUs counted, so CUDA_VISIBLE_DEVICES=0 on a two-GPU
 # machine runs the one-GPU check.
 # Full logs go to LOG_DIR (default: gpu-check-logs). Exits non-zero on any failure.
@@ -113,7 +114,8 @@ sanitize() {
   case "$exe" in
     */tests/gpu/*) filter=("~[timing]~[fault]~[no-$tool]") ;;
   esac
-  LD_PRELOAD=$preload compute-sanitizer --tool "$tool" "${args[@]}" --error-exitcode 86 "$exe" "${filter[@]}"
+  # A hung run must not use up the GPU lease: SANITIZER_TIMEOUT seconds (default 300) each.
+  LD_PRELOAD=$preload timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool "$tool" "${args[@]}" --error-exitcode 86 "$exe" "${filter[@]}"
 }
 # Examples have no tags: those whose graphs a tool does not follow are listed here instead, per
 # tool (examples/graphs launches a conditional WHILE node: see [no-initcheck] above).
@@ -139,18 +141,27 @@ sanitize_once_more() {
   echo "$(basename "$2")" >>"$logs/sanitizer-$1.reruns"
   sanitize "$1" "$2" >"$3" 2>&1
 }
-# Four sanitizer runs at a time share the GPU; one summary line per tool.
+# All (tool, program) runs share one pool of SANITIZER_JOBS (default: a third of the cores, 4 to
+# 10) on the GPU, the examples and the multi-GPU programs (the slowest) first; one summary line
+# per tool.
 if [ "${SKIP_SANITIZER:-0}" = 1 ]; then
   summary+=("$(printf '%-44s %-4s' 'compute-sanitizer: skipped (SKIP_SANITIZER=1)' SKIP)")
 elif command -v compute-sanitizer >/dev/null 2>&1; then
-  for tool in memcheck racecheck synccheck initcheck; do
-    start=$SECONDS
-    for exe in "${executables[@]}"; do
-      while [ "$(jobs -rp | wc -l)" -ge 4 ]; do wait -n; done
+  tools=(memcheck racecheck synccheck initcheck)
+  pool=${SANITIZER_JOBS:-$(( jobs / 3 < 4 ? 4 : (jobs / 3 > 10 ? 10 : jobs / 3) ))}
+  mapfile -t ordered < <(printf '%s\n' "${executables[@]}" | grep -E '/examples/|nccl|gpu2')
+  mapfile -t -O "${#ordered[@]}" ordered < <(printf '%s\n' "${executables[@]}" | grep -vE '/examples/|nccl|gpu2')
+  start=$SECONDS
+  for exe in "${ordered[@]}"; do
+    [ -n "$exe" ] || continue
+    for tool in "${tools[@]}"; do
+      while [ "$(jobs -rp | wc -l)" -ge "$pool" ]; do wait -n; done
       log="$logs/sanitizer-$tool-$(basename "$exe").log"
       ( sanitize_once_more "$tool" "$exe" "$log" && echo PASS >"$log.result" || echo FAIL >"$log.result" ) &
     done
-    wait
+  done
+  wait
+  for tool in "${tools[@]}"; do
     bad=$(grep -l FAIL "$logs"/sanitizer-"$tool"-*.result 2>/dev/null | sed 's#.*/sanitizer-[a-z]*-##; s#\.log\.result##' | tr '\n' ' ')
     result=PASS
     if [ -n "$bad" ]; then result=FAIL; failed=1; fi

@@ -543,6 +543,8 @@ class graph_exec : public graph_exec_ref {
   ~graph_exec() { destroy(); }
 
   /// Gives up ownership; the caller destroys the returned handle. The owner is then "released".
+  /// A whole-graph update is still remembered for the handle (update_host_node stays refused on
+  /// it, which keeps a callable from outliving its graph); curt cannot see the caller destroy it.
   cudaGraphExec_t release() {
     cudaGraphExec_t h = native("release()");
     handle_ = detail::state_handle<cudaGraphExec_t>(detail::handle_state::released);

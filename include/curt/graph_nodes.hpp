@@ -52,10 +52,12 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace curt {
 
@@ -316,6 +318,72 @@ inline graph_node add_event_wait_node(graph_ref g, const node_dependencies& depe
   return detail::add_graph_node(graph, dependencies, p, "curt::add_event_wait_node");
 }
 
+namespace detail {
+
+// The access descriptors of an allocation node on `resident` for `accessors`: the resident
+// device and repeats are left out (CUDA maps it for its own device), and a device with no peer
+// path to it is refused before CUDA is called, naming both.
+inline std::vector<cudaMemAccessDesc> allocation_access(device resident, const device* first,
+                                                        const device* last) {
+  std::vector<cudaMemAccessDesc> access;
+  for (const device* d = first; d != last; ++d) {
+    if (*d == resident) continue;
+    bool repeated = false;
+    for (const cudaMemAccessDesc& a : access) repeated = repeated || a.location.id == d->ordinal();
+    if (repeated) continue;
+    int can = 0;
+    check_call(cudaDeviceCanAccessPeer(&can, d->ordinal(), resident.ordinal()),
+               "cudaDeviceCanAccessPeer", {{"device", d->ordinal()}, {"peer", resident.ordinal()}},
+               __FILE__, __LINE__);
+    if (CURT_UNLIKELY(can == 0))
+      raise(cudaErrorPeerAccessUnsupported,
+            "curt::add_allocation_node(device " + std::to_string(resident.ordinal()) +
+                ", accessible from device " + std::to_string(d->ordinal()) + ")",
+            "device " + std::to_string(d->ordinal()) + " has no peer path to device " +
+                std::to_string(resident.ordinal()) + " (cudaDeviceCanAccessPeer): its kernels "
+                "cannot be given this memory",
+            __FILE__, __LINE__);
+    cudaMemAccessDesc a{};
+    a.location.type = cudaMemLocationTypeDevice;
+    a.location.id = d->ordinal();
+    a.flags = cudaMemAccessFlagsProtReadWrite;  // the only access allocation nodes take
+    access.push_back(a);
+  }
+  return access;
+}
+
+template <class T>
+allocation_node<T> add_allocation_node(graph_ref g, const node_dependencies& dependencies,
+                                       device d, std::size_t count, const device* first,
+                                       const device* last) {
+  static_assert(std::is_trivially_copyable_v<T>,
+                "curt::add_allocation_node: the elements must be trivially copyable (nothing "
+                "constructs or destroys them)");
+  cudaGraph_t graph = prepare_node(g, dependencies, cudaGraphNodeTypeMemAlloc,
+                                   "curt::add_allocation_node", "add_allocation_node()");
+  if (CURT_UNLIKELY(count == 0 || count > static_cast<std::size_t>(-1) / sizeof(T)))
+    raise(cudaErrorInvalidValue,
+          "curt::add_allocation_node(" + std::to_string(count) + " elements of " +
+              std::to_string(sizeof(T)) + " bytes)",
+          count == 0 ? "an allocation node allocates at least one element"
+                     : "the size in bytes overflows",
+          __FILE__, __LINE__);
+  const std::vector<cudaMemAccessDesc> access = allocation_access(d, first, last);
+  cudaGraphNodeParams p = node_params(cudaGraphNodeTypeMemAlloc);
+  p.alloc.poolProps.allocType = cudaMemAllocationTypePinned;
+  p.alloc.poolProps.handleTypes = cudaMemHandleTypeNone;
+  p.alloc.poolProps.location.type = cudaMemLocationTypeDevice;
+  p.alloc.poolProps.location.id = d.ordinal();
+  p.alloc.accessDescs = access.empty() ? nullptr : access.data();
+  p.alloc.accessDescCount = access.size();
+  p.alloc.bytesize = count * sizeof(T);
+  current_device_scope in_context;
+  graph_node node = add_graph_node(graph, dependencies, p, "curt::add_allocation_node");
+  return allocation_node<T>(node, static_cast<T*>(p.alloc.dptr), count);
+}
+
+}  // namespace detail
+
 /// Adds a node allocating `count` elements of T in device `d`'s memory at every launch
 /// (cudaGraphNodeTypeMemAlloc). The address is fixed when the node is made and returned with it;
 /// work that uses the memory must come after this node and before the node (or the call) that
@@ -327,27 +395,28 @@ inline graph_node add_event_wait_node(graph_ref g, const node_dependencies& depe
 template <class T>
 allocation_node<T> add_allocation_node(graph_ref g, const node_dependencies& dependencies,
                                        device d, std::size_t count) {
-  static_assert(std::is_trivially_copyable_v<T>,
-                "curt::add_allocation_node: the elements must be trivially copyable (nothing "
-                "constructs or destroys them)");
-  cudaGraph_t graph = detail::prepare_node(g, dependencies, cudaGraphNodeTypeMemAlloc,
-                                           "curt::add_allocation_node", "add_allocation_node()");
-  if (CURT_UNLIKELY(count == 0 || count > static_cast<std::size_t>(-1) / sizeof(T)))
-    detail::raise(cudaErrorInvalidValue,
-                  "curt::add_allocation_node(" + std::to_string(count) + " elements of " +
-                      std::to_string(sizeof(T)) + " bytes)",
-                  count == 0 ? "an allocation node allocates at least one element"
-                             : "the size in bytes overflows",
-                  __FILE__, __LINE__);
-  cudaGraphNodeParams p = detail::node_params(cudaGraphNodeTypeMemAlloc);
-  p.alloc.poolProps.allocType = cudaMemAllocationTypePinned;
-  p.alloc.poolProps.handleTypes = cudaMemHandleTypeNone;
-  p.alloc.poolProps.location.type = cudaMemLocationTypeDevice;
-  p.alloc.poolProps.location.id = d.ordinal();
-  p.alloc.bytesize = count * sizeof(T);
-  detail::current_device_scope in_context;
-  graph_node node = detail::add_graph_node(graph, dependencies, p, "curt::add_allocation_node");
-  return allocation_node<T>(node, static_cast<T*>(p.alloc.dptr), count);
+  return detail::add_allocation_node<T>(g, dependencies, d, count, nullptr, nullptr);
+}
+/// As above, and mapped for the kernels of every device in `also_accessible_from` too (read and
+/// write; Programming Guide 4.2.5.6.1): a graph's kernel nodes on another device may use it. `d`
+/// needs no entry (one is ignored, as are repeats); a device with no peer path to `d` is refused,
+/// naming both. Peer access need not be enabled. Relying on a mapping not asked for here is wrong
+/// even where it works (CUDA may map a reused address for more devices).
+template <class T>
+allocation_node<T> add_allocation_node(graph_ref g, const node_dependencies& dependencies,
+                                       device d, std::size_t count,
+                                       std::initializer_list<device> also_accessible_from) {
+  return detail::add_allocation_node<T>(g, dependencies, d, count, also_accessible_from.begin(),
+                                        also_accessible_from.end());
+}
+/// As above, the devices chosen at run time.
+template <class T>
+allocation_node<T> add_allocation_node(graph_ref g, const node_dependencies& dependencies,
+                                       device d, std::size_t count,
+                                       const std::vector<device>& also_accessible_from) {
+  const device* first = also_accessible_from.data();
+  return detail::add_allocation_node<T>(g, dependencies, d, count, first,
+                                        first + also_accessible_from.size());
 }
 
 /// Adds a node freeing `pointer`, memory a graph's allocation node allocated (this graph's, or

@@ -214,7 +214,8 @@ inline peer_link peer_attributes(device from, device to) {
 #if CUDART_VERSION >= 13000
 /// Which forms of atomic `operation` the link from `from` to `to` performs natively: a mask of
 /// cudaAtomicOperationCapability bits (cudaAtomicCapabilitySigned, ...Scalar32, ...), 0 for
-/// none (cudaDeviceGetP2PAtomicCapabilities, CUDA 13.0).
+/// none (cudaDeviceGetP2PAtomicCapabilities, CUDA 13.0). Read it with peer_link: driver 580 on an
+/// NVLink H200 pair reports full native atomics there and a mask of 0 for every operation here.
 inline unsigned peer_atomic_capabilities(device from, device to, cudaAtomicOperation operation) {
   if (CURT_UNLIKELY(from == to))
     detail::throw_same_device_peer("curt::peer_atomic_capabilities", from.ordinal());

@@ -12,6 +12,9 @@
 #include <curt/copy.hpp>
 #include <curt/detail/driver.hpp>
 #include <curt/device.hpp>
+#include <curt/graph.hpp>
+#include <curt/graph_capture.hpp>
+#include <curt/graph_nodes.hpp>
 #include <curt/launch.hpp>
 #include <curt/memory.hpp>
 #include <curt/memory_pool.hpp>
@@ -114,11 +117,15 @@ TEST_CASE("peer access queries, link attributes and atomic capabilities") {
   const unsigned add = curt::peer_atomic_capabilities(d0, d1, cudaAtomicOperationIntegerAdd);
   const unsigned cas = curt::peer_atomic_capabilities(d0, d1, cudaAtomicOperationCAS);
   std::printf("atomic capabilities 0 -> 1: integer add 0x%x, CAS 0x%x\n", add, cas);
-  cudaAtomicOperation op = cudaAtomicOperationIntegerAdd;
-  unsigned raw_add = 0;
-  REQUIRE(cudaDeviceGetP2PAtomicCapabilities(&raw_add, &op, 1, 0, 1) == cudaSuccess);
-  CHECK(add == raw_add);
-  if (link.native_atomics) CHECK((add & cudaAtomicCapabilityScalar32) != 0u);
+  // Every operation, curt against the raw query. (Driver 580 on an NVLink H200 pair reports full
+  // native atomics and a mask of 0 for each operation: the mask is no function of the attribute.)
+  for (int o = cudaAtomicOperationIntegerAdd; o <= cudaAtomicOperationFloatMax; ++o) {
+    const auto op = static_cast<cudaAtomicOperation>(o);
+    unsigned raw_mask = 0xdeadbeefu;
+    REQUIRE(cudaDeviceGetP2PAtomicCapabilities(&raw_mask, &op, 1, 0, 1) == cudaSuccess);
+    CHECK(raw_mask != 0xdeadbeefu);
+    CHECK(curt::peer_atomic_capabilities(d0, d1, op) == raw_mask);
+  }
 #endif
   CHECK(cudaGetLastError() == cudaSuccess);
 }
@@ -340,6 +347,97 @@ TEST_CASE("a pool on device 1, made accessible to device 0, serves a kernel on d
   CHECK(pool.access(d0) == curt::pool_access::none);
 }
 
+// Programming Guide 4.2.5.6: graph memory of one device, mapped for another's kernels.
+TEST_CASE("a graph's memory on device 1, mapped for device 0, serves device 0's kernel nodes") {
+  REQUIRE(curt::device_count() >= 2);
+  if (!peer_path()) {
+    WARN("devices 0 and 1 have no peer path: graph memory of one cannot be mapped for the other");
+    return;
+  }
+  curt::device d0(0), d1(1);
+  (void)curt::disable_peer_access(d0, d1);  // the mapping is apart from peer access
+  const int n = random_size();
+  const std::size_t count = static_cast<std::size_t>(n);
+  const float a = random_coefficient(), b = random_coefficient(), c = random_coefficient();
+  const std::vector<float> x = curt_test::random_floats(count, 5.0f, 10.0f);
+  std::vector<float> want(count);
+  for (std::size_t i = 0; i < count; ++i) want[i] = a * (x[i] - c) + b;
+
+  curt::stream s0(d0);
+  curt::device_buffer<float> in(d0, count), out(d0, count);
+  curt::copy(in, x, s0);
+  curt::graph g = curt::graph::create();
+  // Device 1 is resident (its entry is ignored), device 0 is named twice (once counts).
+  auto remote = curt::add_allocation_node<float>(g, {}, d1, count, {d0, d1, d0});
+  REQUIRE(remote.data() != nullptr);
+  curt::graph_node written, read;
+  {
+    curt::device_guard on_device0(d0);  // kernel nodes run on the device they are added for
+    written = curt::add_kernel_node(g, {remote}, config_for(n), write_remote,
+                                    static_cast<const float*>(in.data()), remote.data(), n, c);
+    read = curt::add_kernel_node(g, {written}, config_for(n), read_remote,
+                                 static_cast<const float*>(remote.data()), out.data(), n, a, b);
+  }
+  (void)curt::add_free_node(g, {read}, remote);
+  curt::graph_exec exec = g.instantiate();
+  for (int launch = 0; launch < 2; ++launch) {  // the mapping holds at every launch
+    curt::memset(out, 0xFF, s0);
+    exec.launch(s0);
+    curt_test::require_close_all(download<float>(out, s0), want);
+  }
+
+  // A device that does not exist is refused before CUDA adds the node, and the graph is unchanged.
+  const std::size_t nodes = g.node_count();
+  const curt::device missing = curt::device::from_ordinal_unchecked(curt::device_count() + 3);
+  curt_test::require_any_cuda_error(
+      [&] { (void)curt::add_allocation_node<float>(g, {}, d1, count, {missing}); },
+      {"cudaDeviceCanAccessPeer", std::to_string(missing.ordinal()).c_str()});
+  CHECK(g.node_count() == nodes);
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+TEST_CASE("a captured pool allocation keeps the access its pool gave when it was captured") {
+  REQUIRE(curt::device_count() >= 2);
+  if (!peer_path()) {
+    WARN("devices 0 and 1 have no peer path: a pool of one cannot be accessible to the other");
+    return;
+  }
+  curt::device d0(0), d1(1);
+  (void)curt::disable_peer_access(d0, d1);
+  const int n = random_size();
+  const std::size_t count = static_cast<std::size_t>(n);
+  const float a = random_coefficient(), b = random_coefficient(), c = random_coefficient();
+  const std::vector<float> x = curt_test::random_floats(count, 5.0f, 10.0f);
+  std::vector<float> want(count);
+  for (std::size_t i = 0; i < count; ++i) want[i] = a * (x[i] - c) + b;
+
+  curt::memory_pool pool(curt::memory_pool_properties::device(d1));
+  pool.set_access(d0, curt::pool_access::read_write);
+  curt::stream s0(d0), s1(d1);
+  curt::device_buffer<float> in(d0, count), out(d0, count);
+  curt::copy(in, x, s0);
+  s0.synchronize();
+  curt::capture_scope scope(s1);
+  {
+    curt::async_buffer<float> remote = pool.allocate<float>(count, s1);  // an allocation node
+    s0.wait(s1);  // device 0's stream joins the capture
+    curt::launch(s0, config_for(n), write_remote, static_cast<const float*>(in.data()),
+                 remote.data(), n, c);
+    curt::launch(s0, config_for(n), read_remote, static_cast<const float*>(remote.data()),
+                 out.data(), n, a, b);
+    s1.wait(s0);  // the free node (the buffer's destructor) comes after device 0's kernels
+  }
+  curt::graph g = scope.end();
+  // Taking the access away now changes nothing for the captured allocation (4.2.5.6.2).
+  pool.set_access(d0, curt::pool_access::none);
+  curt::graph_exec exec = g.instantiate();
+  curt::memset(out, 0xFF, s0);
+  s0.synchronize();
+  exec.launch(s1);
+  s1.synchronize();
+  curt_test::require_close_all(download<float>(out, s0), want);
+}
+
 TEST_CASE("peer errors say what is wrong", "[api-error]") {
   REQUIRE(curt::device_count() >= 2);
   curt::device d0(0), d1(1);
@@ -357,6 +455,11 @@ TEST_CASE("peer errors say what is wrong", "[api-error]") {
       cudaErrorInvalidDevice, {"curt::peer_attribute", "two different devices"});
   curt_test::require_cuda_error([&] { (void)curt::peer_access_scope(d0, d0); },
                                 cudaErrorInvalidDevice, {"two different devices"});
+#if CUDART_VERSION >= 13000
+  curt_test::require_cuda_error(
+      [&] { (void)curt::peer_atomic_capabilities(d0, d0, cudaAtomicOperationCAS); },
+      cudaErrorInvalidDevice, {"curt::peer_atomic_capabilities", "two different devices"});
+#endif
   // A device that does not exist: curt::device refuses it, naming how many there are.
   curt_test::require_cuda_error([&] { (void)curt::device(count); }, cudaErrorInvalidDevice,
                                 {"curt::device(", "CUDA device(s) visible"});
