@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Turns the JSON that curt's benchmarks write (Google Benchmark's format, median aggregates)
 into one markdown report: where it ran, the paired host-overhead table with each issue's goal
-(met or missed), the graph speed-ups with theirs (higher is better), GPU times and bandwidths
-side by side, the batched copies, the separate variants, and the compile cost when its log is
-there.
+(met or missed), the graph speed-ups with theirs (higher is better), the kernels against their
+alternatives and as fractions of the device copy, the multi-GPU copies and all-reduce, the
+batched copies, the separate variants, and the compile cost when its log is there. A JSON file
+cut short (its program stopped by a timeout) is read up to its last complete benchmark and
+called partial.
 
   benchmarks/report.py LOG_DIR            # reads LOG_DIR/*_bench.json (and compile_cost.log)
   benchmarks/report.py a.json b.json ...  # or the files named
   benchmarks/report.py --svg CHART.svg LOG_DIR   # also writes the curt/raw chart (SVG)
 
-Prints the report; scripts/bench.sh also writes it to LOG_DIR/report.md for docs/performance.md.
+Prints the report; scripts/bench.sh also writes it to LOG_DIR/report.md. benchmarks/perf_doc.py
+imports this file for docs/performance.md: its tables, goals and charts come from here.
 """
 import glob
 import json
@@ -41,19 +44,71 @@ def goal_for(name, goals=GOALS):
     return None, None
 
 
+def paired_met(b):
+    """(limit, what, met) of a paired run against its goal; limit None (and met) without one."""
+    limit, what = goal_for(b["run_name"])
+    return limit, what, limit is None or b["curt_over_raw"] <= limit
+
+
 def speedup_missed(b):
     limit, _ = goal_for(b["run_name"], SPEEDUP_GOALS)
     return limit is not None and "speedup" in b and b["speedup"] < limit
 
 
+def read_json(path):
+    """A Google Benchmark JSON file as (data, complete). A program stopped mid-run (a timeout)
+    leaves the file cut inside the "benchmarks" array: keep the context and every entry that was
+    written in full, and say that the file is incomplete."""
+    with open(path) as f:
+        text = f.read()
+    try:
+        return json.loads(text), True
+    except json.JSONDecodeError:
+        pass
+    decoder = json.JSONDecoder()
+    data = {"context": {}, "benchmarks": []}
+    match = re.search(r'"context"\s*:\s*', text)
+    if match:
+        try:
+            data["context"] = decoder.raw_decode(text, match.end())[0]
+        except json.JSONDecodeError:
+            pass
+    match = re.search(r'"benchmarks"\s*:\s*\[', text)
+    position = match.end() if match else len(text)
+    separator = re.compile(r"\s*,?\s*")
+    while True:
+        position = separator.match(text, position).end()
+        try:
+            entry, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError:  # the cut entry, or the end of what was written
+            break
+        if isinstance(entry, dict):
+            data["benchmarks"].append(entry)
+    return data, False
+
+
+# Segments Google Benchmark adds to a name for the run's settings (MinTime, UseManualTime, ...):
+# not part of what was measured, and in the way of the tables' family/variant/size keys.
+SETTINGS = re.compile(r"^((min_time|min_warmup_time|iterations|repeats|threads):.*|"
+                      r"real_time|manual_time|process_time)$")
+
+
+def benchmark_name(name):
+    return "/".join(part for part in name.split("/") if not SETTINGS.match(part))
+
+
 def load(paths):
+    """(context of the first file, the medians (or single runs) of every file, the names of the
+    files that were cut short)."""
     runs = []
     context = None
+    partial = []
     for path in paths:
         if os.path.getsize(path) == 0:  # a program whose benchmarks the filter left out
             continue
-        with open(path) as f:
-            data = json.load(f)
+        data, complete = read_json(path)
+        if not complete:
+            partial.append(os.path.basename(path))
         context = context or data.get("context", {})
         benchmarks = data.get("benchmarks", [])
         # Medians when the run had repetitions; the single runs otherwise.
@@ -62,9 +117,9 @@ def load(paths):
             if (b.get("aggregate_name") == "median") if aggregated else b.get("run_type") == "iteration":
                 b = dict(b)
                 b["source"] = os.path.basename(path)
-                b["run_name"] = re.sub(r"/(real|manual)_time$", "", b.get("run_name", b["name"]))
+                b["run_name"] = benchmark_name(b.get("run_name", b["name"]))
                 runs.append(b)
-    return context or {}, runs
+    return context or {}, runs, partial
 
 
 def to_us(b):
@@ -72,23 +127,27 @@ def to_us(b):
     return b["real_time"] * scale
 
 
-def header(context, paths):
-    build = context.get("library_build_type", "unknown")
+def build_note(build):
+    """What the Google Benchmark library's build type means for the numbers."""
+    if build == "release":
+        return "Google Benchmark library build: release"
+    return (f"Google Benchmark library build: **{build}** (not a release build): the paired "
+            "numbers are timed by curt's harness around each batch and do not include its loop; "
+            "the separate benchmarks' times do include it.")
+
+
+def header(context, paths, partial=()):
     lines = [
         f"- device: {context.get('curt_device', 'unknown')}, CUDA driver "
         f"{context.get('curt_cuda_driver', '?')}, runtime {context.get('curt_cuda_runtime', '?')}",
         f"- host: {context.get('host_name', '?')}, {context.get('num_cpus', '?')} CPUs, "
         f"date {context.get('date', '?')}",
         f"- files: {', '.join(os.path.basename(p) for p in paths)}",
+        "- " + build_note(context.get("library_build_type", "unknown")),
     ]
-    if build != "release":
-        lines.append(
-            f"- Google Benchmark library build: **{build}** (not a release build): the paired "
-            "numbers are timed by curt's harness around each batch and do not include its loop; "
-            "the separate benchmarks' times do include it."
-        )
-    else:
-        lines.append("- Google Benchmark library build: release")
+    if partial:
+        lines.append(f"- **partial: the program stopped before the end**: {', '.join(partial)} "
+                     "(every benchmark written in full is reported)")
     return "\n".join(lines)
 
 
@@ -101,10 +160,10 @@ def paired_table(runs):
         "|---|---:|---:|---:|---:|---|",
     ]
     for b in sorted(rows, key=lambda b: b["run_name"]):
-        limit, what = goal_for(b["run_name"])
+        limit, what, met = paired_met(b)
         verdict = ""
         if limit is not None:
-            verdict = ("met" if b["curt_over_raw"] <= limit else "**missed**") + f": {what}"
+            verdict = ("met" if met else "**missed**") + f": {what}"
         out.append(
             f"| {b['run_name'][len('paired/'):]} | {b['raw_ns']:.1f} | {b['curt_ns']:.1f} | "
             f"{b['curt_over_raw']:.3f} | {'' if limit is None else f'{limit:.2f}'} | {verdict} |"
@@ -203,41 +262,48 @@ def batch_table(runs):
     return "\n".join(out)
 
 
+def bars_svg(title, bars, low, high, reference):
+    """A plain SVG bar chart (no plotting library): one bar per (label, value, text, colour, goal
+    or None) from `low`, a tick at the goal, a dashed line at `reference` (parity, or the copy)."""
+    label_w, bar_w, row_h, top = 260, 420, 22, 30
+    x = lambda value: label_w + (min(max(value, low), high) - low) / (high - low) * bar_w
+    height = top + row_h * len(bars) + 30
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 120}" '
+           f'height="{height}" font-family="sans-serif" font-size="12">',
+           f'<text x="10" y="18">{title}</text>']
+    for i, (label, value, text, colour, goal) in enumerate(bars):
+        y = top + i * row_h
+        out.append(f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end">{label}</text>')
+        out.append(f'<rect class="bar" x="{x(low):.1f}" y="{y + 4}" width="{x(value) - x(low):.1f}" '
+                   f'height="{row_h - 8}" fill="{colour}"/>')
+        out.append(f'<text x="{x(value) + 4:.1f}" y="{y + 15}">{text}</text>')
+        if goal is not None:
+            out.append(f'<line class="goal" x1="{x(goal):.1f}" x2="{x(goal):.1f}" y1="{y + 2}" '
+                       f'y2="{y + row_h - 2}" stroke="black" stroke-width="2"/>')
+    bottom = top + row_h * len(bars)
+    out.append(f'<line x1="{x(reference):.1f}" x2="{x(reference):.1f}" y1="{top}" y2="{bottom}" '
+               f'stroke="gray" stroke-dasharray="4 3"/>')
+    out.append(f'<text x="{x(reference):.1f}" y="{bottom + 16}" text-anchor="middle">'
+               f'{reference:.1f}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 def overhead_svg(runs):
     """A bar per paired operation: curt / raw, with the 1.0 line and the operation's goal as a
-    tick, so that a reader sees at a glance which costs sit at parity and which exceed a goal.
-    Plain SVG, no plotting library."""
+    tick, so that a reader sees at a glance which costs sit at parity and which exceed a goal."""
     rows = sorted((b for b in runs if b["run_name"].startswith("paired/") and "curt_over_raw" in b),
                   key=lambda b: b["run_name"])
     if not rows:
         return ""
-    label_w, bar_w, row_h, top = 260, 420, 22, 30
-    low, high = 0.95, max([1.10] + [b["curt_over_raw"] + 0.01 for b in rows])
-    x = lambda ratio: label_w + (min(max(ratio, low), high) - low) / (high - low) * bar_w
-    height = top + row_h * len(rows) + 30
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 120}" '
-           f'height="{height}" font-family="sans-serif" font-size="12">',
-           f'<text x="{label_w}" y="18">curt / raw host cost per call (median); '
-           f'tick: the goal</text>']
-    for i, b in enumerate(rows):
-        y = top + i * row_h
+    bars = []
+    for b in rows:
         ratio = b["curt_over_raw"]
-        goal, _ = goal_for(b["run_name"])
-        over = goal is not None and ratio > goal
-        name = b["run_name"][len("paired/"):]
-        out.append(f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end">{name}</text>')
-        out.append(f'<rect class="bar" x="{x(low):.1f}" y="{y + 4}" width="{x(ratio) - x(low):.1f}" '
-                   f'height="{row_h - 8}" fill="{"#c0392b" if over else "#2e86c1"}"/>')
-        out.append(f'<text x="{x(ratio) + 4:.1f}" y="{y + 15}">{ratio:.3f}</text>')
-        if goal is not None:
-            out.append(f'<line class="goal" x1="{x(goal):.1f}" x2="{x(goal):.1f}" y1="{y + 2}" '
-                       f'y2="{y + row_h - 2}" stroke="black" stroke-width="2"/>')
-    bottom = top + row_h * len(rows)
-    out.append(f'<line x1="{x(1.0):.1f}" x2="{x(1.0):.1f}" y1="{top}" y2="{bottom}" '
-               f'stroke="gray" stroke-dasharray="4 3"/>')
-    out.append(f'<text x="{x(1.0):.1f}" y="{bottom + 16}" text-anchor="middle">1.0</text>')
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+        goal, _, met = paired_met(b)
+        bars.append((b["run_name"][len("paired/"):], ratio, f"{ratio:.3f}",
+                     "#2e86c1" if met else "#c0392b", goal))
+    high = max([1.10] + [b["curt_over_raw"] + 0.01 for b in rows])
+    return bars_svg("curt / raw host cost per call (median); tick: the goal", bars, 0.95, high, 1.0)
 
 
 # The kernel suite (kernel_bench's kernel/*): per family, the curt variant that the goal is about
@@ -305,25 +371,30 @@ def kernel_rows(runs):
         row = dict(family=family, size=size, curt=curt, alt=alt, curt_gb=c_gb, alt_gb=a_gb,
                    ratio=c_gb / a_gb if a_gb > 0 else 0.0, curt_of_copy=c.get("of_copy"),
                    alt_of_copy=a.get("of_copy"), name=c["run_name"], goal="", verdict="",
-                   missed=False)
-        for pattern, goal_size, kind, limit, what in KERNEL_GOALS:
+                   missed=False, goal_index=None, value="")
+        for index, (pattern, goal_size, kind, limit, what) in enumerate(KERNEL_GOALS):
             if re.search(pattern, family) and (goal_size is None or goal_size == size):
                 if kind == "bw":
                     met = row["ratio"] >= limit
                     row["goal"] = f">= {limit:g}x"
+                    row["value"] = f"{row['ratio']:.3f}"
                 else:
                     time_ratio = a_gb / c_gb if c_gb > 0 else float("inf")
                     met = time_ratio <= limit
                     row["goal"] = f"time <= {limit:g}x ({time_ratio:.2f}x)"
+                    row["value"] = f"time {time_ratio:.2f}x"
                 row["missed"] = not met
+                row["goal_index"] = index
                 row["verdict"] = ("met" if met else "**missed**") + f": {what}"
                 break
         rows.append(row)
 
-    def order(r):
-        return r["family"], int(r["size"]) if r["size"].isdigit() else 0, r["size"]
+    return sorted(rows, key=lambda r: (r["family"], size_order(r["size"]), r["size"]))
 
-    return sorted(rows, key=order)
+
+def size_order(size):
+    """A kernel size for ordering: 65536 before 268435456 (as numbers); 0 for 8192x8192."""
+    return int(size) if size.isdigit() else 0
 
 
 def kernel_table(runs):
@@ -353,8 +424,58 @@ def kernel_table(runs):
     return "\n".join(out)
 
 
-def kernel_missed(runs):
-    return [r["name"] for r in kernel_rows(runs) if r["missed"]]
+def kernel_copy_rows(runs):
+    """Every kernel measurement with its bandwidth as a fraction of the device-to-device copy of
+    the same bytes (counter of_copy), whether or not its pair was measured; alternative: Thrust,
+    CUB or the copy kernel rather than curt's example."""
+    rows = []
+    for b in runs:
+        key = kernel_key(b["run_name"])
+        if key and "of_copy" in b:
+            family, variant, size = key
+            alternative = any(re.search(pattern, family) and variant == alt
+                              for pattern, _, alt in KERNEL_PAIRS)
+            rows.append(dict(family=family, variant=variant, size=size, gb=kernel_gb_per_s(b),
+                             copy=b.get("copy_gb_per_s"), of_copy=b["of_copy"],
+                             alternative=alternative))
+    return sorted(rows, key=lambda r: (r["family"], size_order(r["size"]), r["size"], r["variant"]))
+
+
+def kernel_copy_table(runs):
+    rows = kernel_copy_rows(runs)
+    if not rows:
+        return ""
+    out = ["| kernel: variant | size | GB/s | copy GB/s | of copy |", "|---|---|---:|---:|---:|"]
+    for r in rows:
+        variant = r["variant"] + (" (alternative)" if r["alternative"] else "")
+        copy = "-" if r["copy"] is None else f"{r['copy']:.1f}"
+        out.append(f"| {r['family']}: {variant} | {r['size']} | {r['gb']:.1f} | {copy} | "
+                   f"{r['of_copy']:.3f} |")
+    out.append("\nof copy: GB/s over that of a device-to-device copy of the same bytes in the same "
+               "run; at tens of MiB and less the copy is far from full bandwidth (latency), so "
+               "fractions over 1 are expected there.")
+    return "\n".join(out)
+
+
+def short_size(size):
+    """268435456 as 2^28 (a chart label); other sizes as they are."""
+    if size.isdigit() and int(size) > 1 and int(size) & (int(size) - 1) == 0:
+        return f"2^{int(size).bit_length() - 1}"
+    return size
+
+
+def kernel_copy_svg(runs):
+    """A bar per kernel measurement: its fraction of the device copy, the copy as the dashed 1.0
+    line; curt's examples in blue, the alternatives in gray."""
+    rows = kernel_copy_rows(runs)
+    if not rows:
+        return ""
+    bars = [(f"{r['family']} {r['variant']} {short_size(r['size'])}", r["of_copy"],
+             f"{r['of_copy']:.2f}", "#95a5a6" if r["alternative"] else "#2e86c1", None)
+            for r in rows]
+    high = max([1.1] + [r["of_copy"] + 0.05 for r in rows])
+    return bars_svg("kernel GB/s / device-to-device copy GB/s, same bytes (median); gray: the "
+                    "alternative", bars, 0.0, high, 1.0)
 
 
 # The multi-GPU goals (multi_gpu_bench's multi_gpu/*), where curt / raw bandwidth is at least
@@ -394,10 +515,11 @@ def multi_gpu_rows(runs):
         else:
             continue
         row = dict(name=b["run_name"], what=what, size=size, raw=raw, curt=curt,
-                   ratio=b["curt_over_raw"], goal="", verdict="", missed=False,
+                   ratio=b["curt_over_raw"], goal="", verdict="", missed=False, note=None,
                    order=order + (multi_gpu_size(size),))
         limit, note = goal_for(b["run_name"], MULTI_GPU_GOALS)
         if limit is not None:
+            row["note"] = note
             met = row["ratio"] >= limit
             row["goal"] = f">= {limit:g}x"
             row["missed"] = not met
@@ -432,16 +554,67 @@ def multi_gpu_table(runs):
     return "\n".join(out)
 
 
-def multi_gpu_missed(runs):
-    return [r["name"] for r in multi_gpu_rows(runs) if r["missed"]]
-
-
 def compile_cost(directory):
     path = os.path.join(directory, "compile_cost.log") if directory else None
     if not path or not os.path.exists(path):
         return ""
     with open(path) as f:
         return "\n".join(line.rstrip() for line in f if line.startswith("|"))
+
+
+def goal_results(runs):
+    """Every goal of the tables above (GOALS, SPEEDUP_GOALS, KERNEL_GOALS, MULTI_GPU_GOALS), in
+    that order, judged as the tables judge it: dicts of what, limit and results, a list of
+    (benchmark, value, met). A goal without results was not measured."""
+    goals = []
+    paired = [b for b in runs if b["run_name"].startswith("paired/") and "curt_over_raw" in b]
+    for _, limit, what in GOALS:
+        goals.append(dict(what=what, limit=f"curt / raw <= {limit:.2f}", results=[
+            (b["run_name"], f"{b['curt_over_raw']:.3f}", paired_met(b)[2])
+            for b in paired if goal_for(b["run_name"]) == (limit, what)]))
+    graphs = [b for b in runs if b["run_name"].startswith("graph/") and "speedup" in b]
+    for _, limit, what in SPEEDUP_GOALS:
+        goals.append(dict(what=what, limit=f"speed-up >= {limit:g}x", results=[
+            (b["run_name"], f"{b['speedup']:.2f}x", not speedup_missed(b))
+            for b in graphs if goal_for(b["run_name"], SPEEDUP_GOALS) == (limit, what)]))
+    kernels = kernel_rows(runs)
+    for index, (_, _, kind, limit, what) in enumerate(KERNEL_GOALS):
+        goals.append(dict(what=what, limit=(f"curt / alternative GB/s >= {limit:g}x" if kind == "bw"
+                                            else f"curt time / alternative time <= {limit:g}x"),
+                          results=[(r["name"], r["value"], not r["missed"])
+                                   for r in kernels if r["goal_index"] == index]))
+    multi = multi_gpu_rows(runs)
+    for _, limit, what in MULTI_GPU_GOALS:
+        goals.append(dict(what=what, limit=f"curt / raw GB/s >= {limit:g}x", results=[
+            (r["name"], f"{r['ratio']:.3f}", not r["missed"]) for r in multi if r["note"] == what]))
+    return goals
+
+
+def row_key(name):
+    """What one row of a table is made of, so that a row always comes from one run: a kernel
+    family and size (its variants are compared), a separate benchmark's family (its variants side
+    by side), or else the benchmark itself (paired, graph, multi-GPU and batch rows carry their
+    curt and raw figures in one entry)."""
+    key = kernel_key(name)
+    if key:
+        return "kernel", key[0], key[2]
+    if name.startswith(("paired/", "batch_copy/", "graph/", "multi_gpu/", "kernel/")):
+        return name
+    return name.rpartition("/")[0] or name
+
+
+# The report's tables in order, (title, function of the runs); also docs/performance.md's.
+TABLES = [
+    ("Host cost per call, raw and curt alternating (medians)", paired_table),
+    ("Graphs: GPU time of the same kernels, one graph launch vs stream launches (medians)",
+     graph_table),
+    ("Kernels: the examples' kernels against the best alternative (medians)", kernel_table),
+    ("Kernels: every measurement as a fraction of the device copy (medians)", kernel_copy_table),
+    ("Multi-GPU: peer copies and NCCL all-reduce, curt and raw in one run (medians)",
+     multi_gpu_table),
+    ("Batched copies", batch_table),
+    ("Separate benchmarks (medians; GPU time for gpu_time/*)", side_by_side),
+]
 
 
 def main(argv):
@@ -456,20 +629,10 @@ def main(argv):
     if not paths:
         print(f"report.py: no *_bench.json in {argv[0]}", file=sys.stderr)
         return 1
-    context, runs = load(paths)
-    sections = [
-        ("Where", header(context, paths)),
-        ("Host cost per call, raw and curt alternating (medians)", paired_table(runs)),
-        ("Graphs: GPU time of the same kernels, one graph launch vs stream launches (medians)",
-         graph_table(runs)),
-        ("Kernels: the examples' kernels against the best alternative (medians)",
-         kernel_table(runs)),
-        ("Multi-GPU: peer copies and NCCL all-reduce, curt and raw in one run (medians)",
-         multi_gpu_table(runs)),
-        ("Batched copies", batch_table(runs)),
-        ("Separate benchmarks (medians; GPU time for gpu_time/*)", side_by_side(runs)),
-        ("Compile cost", compile_cost(directory)),
-    ]
+    context, runs, partial = load(paths)
+    sections = [("Where", header(context, paths, partial))]
+    sections += [(title, table(runs)) for title, table in TABLES]
+    sections.append(("Compile cost", compile_cost(directory)))
     if svg_path:
         chart = overhead_svg(runs)
         if chart:
@@ -477,12 +640,7 @@ def main(argv):
                 f.write(chart)
             sections.insert(2, ("Chart", f"![curt / raw, host cost per call]({os.path.basename(svg_path)})"))
     print("\n\n".join(f"### {title}\n\n{body}" for title, body in sections if body))
-    missed = [b["run_name"] for b in runs if b["run_name"].startswith("paired/")
-              and goal_for(b["run_name"])[0] is not None
-              and b.get("curt_over_raw", 0) > goal_for(b["run_name"])[0]]
-    missed += [b["run_name"] for b in runs if speedup_missed(b)]
-    missed += multi_gpu_missed(runs)
-    missed += kernel_missed(runs)
+    missed = [name for goal in goal_results(runs) for name, _, met in goal["results"] if not met]
     if missed:
         print(f"\nGoals missed: {', '.join(missed)}")
     return 0
