@@ -1,5 +1,6 @@
 // curt/nccl.hpp: NCCL communicators and collectives on curt streams and buffers (opt-in: needs
-// <nccl.h> and linking libnccl; CMake's target curt::nccl does both where NCCL is found).
+// <nccl.h> and linking libnccl; CMake's target curt::nccl does both where NCCL is found, in the
+// build tree and in the installed package).
 //
 //   // One process, every local GPU:
 //   std::vector<curt::nccl_communicator> comms = curt::nccl_communicator::create_all(devices);
@@ -8,24 +9,65 @@
 //     for (std::size_t i = 0; i < comms.size(); ++i)
 //       curt::all_reduce(send[i], recv[i], curt::nccl_op::sum, comms[i], streams[i]);
 //   }
-//   // Several processes: rank 0 makes an id (curt::nccl_unique_id()) and hands its bytes to the
-//   // others; each process then makes curt::nccl_communicator(device, ranks, id, rank).
+//   // Several processes: rank 0 makes an id (curt::nccl_unique_id()) and hands its 128 bytes
+//   // (id.internal, NCCL_UNIQUE_ID_BYTES) to the others by any means; each process then makes
+//   // curt::nccl_communicator(device, ranks, id, rank), one rank per process and device.
 //
 // - Collectives take ranges with data() and size() of device memory (curt buffers, async
 //   buffers, spans) and infer NCCL's data type from the element type (nccl_type_of<T>): 8-, 32-
 //   and 64-bit integers, float, double, and __half / __nv_bfloat16 where their headers are
 //   included first. A temporary that owns its elements does not compile (freed before the stream
-//   reaches the collective).
+//   reaches the collective). The memory must be the communicator's device's (or mapped for it):
+//   NCCL does not check it unless NCCL_CHECK_POINTERS=1.
 // - Sizes are checked before NCCL is called: all_reduce / broadcast / reduce need equal send and
 //   receive sizes, all_gather a receive buffer of size() * send, reduce_scatter a send buffer of
-//   size() * receive.
+//   size() * receive. A collective's stream must be on its communicator's device.
 // - Errors: a failed NCCL call throws curt::nccl_error (a curt::cuda_error whose code() is in
 //   nccl_category()) whose message has NCCL's result name and text and ncclGetLastError's
-//   explanation ("Broadcast : invalid root 5 (root should be in the 0..1 range)").
-// - Contexts: NCCL switches devices with cudaSetDevice and restores the device it found. curt
-//   runs NCCL's calls where a context is current (the communicator's device's for its creation
-//   and destruction, the stream's for a collective on a thread with none), so the thread is left
-//   as it was and no context of an unused device is created.
+//   explanation ("Broadcast : invalid root 5 (root should be in the 0..1 range)"). Errors met
+//   later, while the work runs (a peer that died, a network failure), are not thrown by anything:
+//   ask async_error(), and abort() the communicator.
+// - Groups are all or nothing. Several ranks driven by one thread (create_all) must issue each
+//   collective for all of them inside one nccl_group: NCCL launches them together at the group's
+//   end. If anything goes wrong inside the scope -- an exception leaves it, curt or NCCL refuses a
+//   collective (even one whose exception is caught inside), or cancel() is called -- NCCL's group
+//   end launches none of the group's collectives, on any rank, and the communicators stay usable.
+//   (NCCL's own rule for a refused call, which curt applies to its refusals too, by passing NCCL a
+//   call it refuses: with NCCL_DEBUG=WARN that shows as "AllReduce : comm argument is NULL".)
+//   Exception: NCCL (2.28) runs a collective of a communicator of one rank as soon as it is
+//   issued; there is nothing to cancel, and nothing waits for a partner either.
+// - Several processes: each process's collectives must match the others' (same order, sizes,
+//   roots). When one process stops issuing them (an error, an exception), the others' collectives
+//   wait forever on the device: their streams, stream synchronization, cudaFree and the
+//   communicator's destruction all hang. Get out with abort() on the waiting communicators
+//   (from any thread), before anything else waits; agreeing on it between processes is the
+//   program's business (NCCL does not tell them).
+// - Creation blocks until every rank has joined (ncclCommInitRank has no timeout: a rank that
+//   never comes leaves the others waiting; NCCL's non-blocking mode, which would allow aborting
+//   that wait, is not wrapped). A failed creation aborts what NCCL had made: nothing leaks.
+// - Destruction (ncclCommDestroy) waits for the communicator's issued collectives, so they must
+//   be able to finish; a communicator with an asynchronous error is aborted instead (NCCL refuses
+//   to destroy it). Streams and buffers may go before or after their communicator: destroying a
+//   stream does not wait, cudaFree waits for the whole device, and a stream-ordered (async)
+//   buffer is freed in its stream's order, so free it on the collective's stream (or after
+//   synchronizing it). In the usual order -- communicators first, then streams, then buffers --
+//   everything is released after the work it served.
+// - Threads: NCCL allows one thread at a time per communicator, and a group belongs to the thread
+//   that opened it.
+// - Contexts and devices: NCCL switches devices with cudaSetDevice and restores the device it
+//   found (not the context; and some calls, like NCCL 2.28's ncclCommDestroy, not the device
+//   either). curt runs NCCL's calls in a context it chooses: creation, destruction and abort in
+//   the communicator's device's (the current one if it is of that device, else its primary
+//   context), a collective on a thread with no context in its stream's, a group on a thread with
+//   no context in an active primary context. Afterwards it puts back the context that was
+//   current and, on a thread that had none, the runtime's current device (cudaGetDevice), with
+//   cudaSetDevice and a pop, where that device's primary context is active. Where it is not,
+//   putting the device back would make a context on a device the thread never used: the runtime
+//   device then stays the one NCCL left.
+//   nccl_unique_id(), nccl_version() and async_error() make no CUDA call.
+// - Not wrapped (use get() and NCCL's API): point-to-point send/recv and all-to-all, communicator
+//   configuration (ncclCommInitRankConfig: non-blocking mode, CTA counts), split and shrink,
+//   buffer registration and ncclMemAlloc, user reduction operators.
 #pragma once
 
 #if !__has_include(<nccl.h>)
@@ -42,6 +84,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <system_error>
 #include <type_traits>
@@ -102,16 +145,44 @@ CURT_COLD inline std::string nccl_last_error() {
 }
 
 [[noreturn]] CURT_COLD inline void throw_nccl(ncclResult_t result, std::string call,
-                                              const char* file, int line) {
-  std::string explanation = nccl_last_error();
+                                              std::string explanation, const char* file,
+                                              int line) {
   throw nccl_error(std::error_code(static_cast<int>(result), nccl_category()), std::move(call),
                    std::move(explanation), location(file, line));
+}
+[[noreturn]] CURT_COLD inline void throw_nccl(ncclResult_t result, std::string call,
+                                              const char* file, int line) {
+  throw_nccl(result, std::move(call), nccl_last_error(), file, line);
 }
 
 // The call's description is built only on failure.
 template <class Describe>
 void check_nccl(ncclResult_t result, Describe&& describe, const char* file, int line) {
   if (CURT_UNLIKELY(result != ncclSuccess)) throw_nccl(result, describe(), file, line);
+}
+
+/// Cancels the calling thread's open NCCL group, if any: NCCL marks a group failed when a call
+/// in it is refused, and its group end then launches none of the group's operations (and returns
+/// that error). The call refused here is a collective on a null communicator, which NCCL turns
+/// down before it looks at anything else (ncclInvalidArgument, "AllReduce : comm argument is
+/// NULL" in ncclGetLastError and, with NCCL_DEBUG=WARN, in NCCL's log). Outside a group nothing
+/// else happens. Makes no CUDA call; never throws.
+inline void nccl_cancel_group() noexcept {
+  (void)ncclAllReduce(nullptr, nullptr, 0, ncclFloat32, ncclSum, nullptr, nullptr);
+}
+
+/// Runs `issue` (a collective's checks and its NCCL call); when it throws, cancels the thread's
+/// NCCL group before the exception leaves: a collective curt refuses inside a group cancels the
+/// group as one NCCL refuses does (NCCL has done that itself then), so that no rank's collectives
+/// of the group are launched without the refused one.
+template <class Issue>
+void nccl_collective(Issue&& issue) {
+  try {
+    issue();
+  } catch (...) {
+    nccl_cancel_group();
+    throw;
+  }
 }
 
 template <class T>
@@ -255,6 +326,62 @@ class nccl_communicator_ref {
 
 namespace detail {
 
+/// NCCL's cudaSetDevice calls also set the thread's runtime device, which cudaGetDevice reports
+/// (and which runtime calls and default-stream work use) while no context is current: on a thread
+/// with none, the device curt made current for NCCL would stay the thread's runtime device after
+/// curt popped the context. Made before that context is pushed, this puts the runtime device back
+/// at the end, with cudaSetDevice and a pop, where that makes no context: where the old device's
+/// primary context is active already (otherwise the runtime device stays as NCCL left it; making
+/// a context on a device the thread never used would be worse). One cuCtxGetCurrent where a
+/// context is current; nothing else then.
+class nccl_runtime_device_keeper {
+ public:
+  nccl_runtime_device_keeper() {
+    if (CURT_LIKELY(current_context() != nullptr)) return;
+    if (cudaGetDevice(&saved_) != cudaSuccess) {
+      (void)cudaGetLastError();
+      saved_ = -1;
+    }
+  }
+  ~nccl_runtime_device_keeper() {
+    if (CURT_UNLIKELY(saved_ >= 0)) restore(saved_);
+  }
+  nccl_runtime_device_keeper(const nccl_runtime_device_keeper&) = delete;
+  nccl_runtime_device_keeper& operator=(const nccl_runtime_device_keeper&) = delete;
+
+ private:
+  CURT_COLD static void restore(int saved) noexcept {
+    try {
+      CUcontext context = nullptr;
+      if (CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetCurrent, 4000)(&context) != 0 || context != nullptr)
+        return;  // a context is current again: cudaGetDevice means it, not the runtime device
+      int now = -1;
+      if (cudaGetDevice(&now) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+      }
+      if (now == saved) return;
+      CUdevice device = 0;
+      unsigned flags = 0;
+      int active = 0;
+      if (CURT_DETAIL_DRIVER_FUNCTION(cuDeviceGet, 2000)(&device, saved) != 0 ||
+          CURT_DETAIL_DRIVER_FUNCTION(cuDevicePrimaryCtxGetState, 7000)(device, &flags,
+                                                                        &active) != 0 ||
+          active == 0)
+        return;
+      if (cudaSetDevice(saved) != cudaSuccess) {  // makes that primary context current...
+        (void)cudaGetLastError();
+        return;
+      }
+      CUcontext popped = nullptr;  // ... and the thread is left with none, as it was
+      (void)CURT_DETAIL_DRIVER_FUNCTION(cuCtxPopCurrent, 4000)(&popped);
+    } catch (...) {
+      // Only a driver function that cannot be found throws; the calls above found them already.
+    }
+  }
+  int saved_ = -1;
+};
+
 /// NCCL changes devices with cudaSetDevice, which makes the device's primary context current,
 /// and restores the device it found, not the context (and nothing on a failure): this puts back
 /// the context that was current when it was made (a user's own, a green context's), without
@@ -280,33 +407,51 @@ class nccl_context_keeper {
 }  // namespace detail
 
 /// Owns an NCCL communicator: destroyed (ncclCommDestroy, which waits for its work) with the
-/// owner. Move-only; a moved-from or released owner throws on use.
+/// owner, or aborted (ncclCommAbort) when NCCL has an asynchronous error on it. Move-only; a
+/// moved-from, released or aborted owner throws on use.
 class nccl_communicator : public nccl_communicator_ref {
  public:
   /// One rank of `ranks` in a communicator of several processes (ncclCommInitRank), on device d.
   /// Every rank must make its communicator with the same id; this blocks until all have, so each
-  /// rank needs its own thread or process (for the GPUs of one process, use create_all).
+  /// rank needs its own thread or process (for the GPUs of one process, use create_all). Ranks of
+  /// different processes need different devices (NCCL refuses two on one GPU). Not inside an
+  /// nccl_group (NCCL would defer the creation to the group's end). On failure, whatever NCCL had
+  /// made is aborted before nccl_error is thrown.
   nccl_communicator(curt::device d, int ranks, const ncclUniqueId& id, int rank) {
     ncclComm_t comm = nullptr;
     ncclResult_t result = ncclSuccess;
+    std::string explanation;
     {
+      detail::nccl_runtime_device_keeper keep_device;
       device_guard guard(d);  // NCCL makes the communicator on the current device
       detail::nccl_context_keeper keep;
       result = ncclCommInitRank(&comm, ranks, id, rank);
+      if (CURT_UNLIKELY(result != ncclSuccess)) {
+        explanation = detail::nccl_last_error();  // before the abort says anything
+        // A failure after NCCL allocated the communicator (bootstrap, transport setup) hands it
+        // out with its error state; only an abort frees it (and its threads and sockets).
+        if (comm != nullptr) (void)ncclCommAbort(comm);
+      }
     }
-    detail::check_nccl(
-        result,
-        [&] {
-          return "ncclCommInitRank(ranks " + std::to_string(ranks) + ", rank " +
-                 std::to_string(rank) + ", device " + std::to_string(d.ordinal()) + ")";
-        },
-        __FILE__, __LINE__);
+    if (CURT_UNLIKELY(result != ncclSuccess))
+      detail::throw_nccl(result,
+                         "ncclCommInitRank(ranks " + std::to_string(ranks) + ", rank " +
+                             std::to_string(rank) + ", device " + std::to_string(d.ordinal()) +
+                             ")",
+                         std::move(explanation), __FILE__, __LINE__);
     comm_ = comm;
-    describe();
+    ordinal_ = d.ordinal();
+    try {
+      describe();
+    } catch (...) {
+      (void)abort_native(comm, ordinal_);
+      comm_ = nullptr;
+      throw;
+    }
   }
 
   /// One communicator per device, all in this process (ncclCommInitAll): element i is rank i, on
-  /// devices[i]. No device may appear twice.
+  /// devices[i]. No device may appear twice. On failure, whatever NCCL had made is aborted.
   static std::vector<nccl_communicator> create_all(const std::vector<curt::device>& devices) {
     std::vector<int> ordinals;
     ordinals.reserve(devices.size());
@@ -316,23 +461,40 @@ class nccl_communicator : public nccl_communicator_ref {
                     "name at least one device", __FILE__, __LINE__);
     std::vector<ncclComm_t> comms(ordinals.size(), nullptr);
     ncclResult_t result = ncclSuccess;
+    std::string explanation;
     {
       // NCCL sets each device in turn and restores the one it found: let it find devices[0].
+      detail::nccl_runtime_device_keeper keep_device;
       device_guard guard(devices.front());
       detail::nccl_context_keeper keep;
       result = ncclCommInitAll(comms.data(), static_cast<int>(ordinals.size()), ordinals.data());
+      if (CURT_UNLIKELY(result != ncclSuccess)) {
+        explanation = detail::nccl_last_error();
+        // NCCL's group end leaves the communicators of failed ranks allocated (and the others
+        // waiting for them): abort every one it handed out.
+        for (ncclComm_t& comm : comms) {
+          if (comm != nullptr) (void)ncclCommAbort(comm);
+          comm = nullptr;
+        }
+      }
     }
-    detail::check_nccl(
-        result,
-        [&] {
-          std::string text = "ncclCommInitAll(devices";
-          for (int o : ordinals) text += " " + std::to_string(o);
-          return text + ")";
-        },
-        __FILE__, __LINE__);
+    if (CURT_UNLIKELY(result != ncclSuccess)) {
+      std::string call = "ncclCommInitAll(devices";
+      for (int o : ordinals) call += " " + std::to_string(o);
+      detail::throw_nccl(result, call + ")", std::move(explanation), __FILE__, __LINE__);
+    }
     std::vector<nccl_communicator> owners;
-    owners.reserve(comms.size());
-    for (ncclComm_t comm : comms) owners.push_back(adopt(comm));
+    std::size_t adopted = 0;
+    try {
+      owners.reserve(comms.size());
+      for (; adopted < comms.size(); ++adopted) owners.push_back(adopt(comms[adopted]));
+    } catch (...) {
+      // The owners made so far destroy theirs; the rest are aborted here (NCCL frees the
+      // communicators of one process when the last of them is destroyed or aborted).
+      for (std::size_t k = adopted; k < comms.size(); ++k)
+        (void)abort_native(comms[k], ordinals[k]);
+      throw;
+    }
     return owners;
   }
   /// ncclCommInitAll over every visible device.
@@ -367,6 +529,23 @@ class nccl_communicator : public nccl_communicator_ref {
   nccl_communicator& operator=(const nccl_communicator&) = delete;
   ~nccl_communicator() { destroy(); }
 
+  /// Aborts the communicator now (ncclCommAbort): its collectives still running on the device
+  /// are told to stop (their results are undefined), and it is freed without waiting for them
+  /// or for the other ranks. The way out when collectives can no longer finish (a rank that
+  /// stopped issuing them, a peer that died, an asynchronous error): call it before anything
+  /// waits on their streams or frees their buffers. May be called from another thread than the
+  /// one issuing collectives (NCCL's rule for ncclCommAbort). The owner is left empty; throws
+  /// nccl_error if NCCL reports a failure (the communicator is gone all the same).
+  void abort() {
+    ncclComm_t comm = native("abort()");
+    comm_ = state(detail::handle_state::empty);
+    detail::check_nccl(abort_native(comm, ordinal_),
+                       [&] { return "ncclCommAbort(rank " + std::to_string(rank_) + " of " +
+                                    std::to_string(size_) + " on device " +
+                                    std::to_string(ordinal_) + ")"; },
+                       __FILE__, __LINE__);
+  }
+
   /// Gives up ownership: the caller destroys the communicator.
   ncclComm_t release() {
     ncclComm_t comm = native("release()");
@@ -390,19 +569,34 @@ class nccl_communicator : public nccl_communicator_ref {
     }
     return owner;
   }
+  // ncclCommAbort in the device's context (NCCL switches to the communicator's device and may
+  // leave it current).
+  static ncclResult_t abort_native(ncclComm_t comm, int ordinal) {
+    detail::nccl_runtime_device_keeper keep_device;
+    device_guard guard(curt::device::from_ordinal_unchecked(ordinal));
+    detail::nccl_context_keeper keep;
+    return ncclCommAbort(comm);
+  }
   void destroy() noexcept {
     if (comm_ == nullptr || detail::is_state_handle(comm_)) return;
     ncclComm_t comm = comm_;
     comm_ = state(detail::handle_state::empty);
     try {
-      // NCCL switches to the communicator's device and back: let it find that device current.
+      // NCCL switches to the communicator's device: let it find that device current.
+      detail::nccl_runtime_device_keeper keep_device;
       device_guard guard(curt::device::from_ordinal_unchecked(ordinal_));
       detail::nccl_context_keeper keep;
-      ncclResult_t result = ncclCommDestroy(comm);
+      // ncclCommDestroy refuses a communicator with an asynchronous error (a peer that died, a
+      // network failure): it returns that error and frees nothing (NCCL 2.28 also leaves the
+      // thread inside a group then). Such a communicator is aborted, which is what frees it.
+      ncclResult_t async = ncclSuccess;
+      const bool healthy = ncclCommGetAsyncError(comm, &async) == ncclSuccess &&
+                           (async == ncclSuccess || async == ncclInProgress);
+      const char* call = healthy ? "ncclCommDestroy" : "ncclCommAbort";
+      ncclResult_t result = healthy ? ncclCommDestroy(comm) : ncclCommAbort(comm);
       if (result != ncclSuccess)
-        throw nccl_error(std::error_code(static_cast<int>(result), nccl_category()),
-                         "ncclCommDestroy", detail::nccl_last_error(),
-                         detail::location(__FILE__, __LINE__));
+        throw nccl_error(std::error_code(static_cast<int>(result), nccl_category()), call,
+                         detail::nccl_last_error(), detail::location(__FILE__, __LINE__));
     } catch (const std::exception& error) {
       detail::handle_error(error);
     }
@@ -411,20 +605,31 @@ class nccl_communicator : public nccl_communicator_ref {
 
 /// ncclGroupStart for a scope, ncclGroupEnd at its end: the collectives issued meanwhile (on one
 /// communicator per device, from one thread) launch together. end() ends the group early and
-/// throws on failure; the destructor reports a failure to the error handler instead. If an
-/// exception leaves the scope after some ranks' collectives were issued, the others' are missing:
-/// the group still ends (it must), and the issued ones wait for partners that never come, so
-/// abort those communicators (ncclCommAbort) before waiting on their streams.
+/// throws on failure; the destructor reports a failure to the error handler instead.
+/// All or nothing: when an exception leaves the scope, when a collective of the group is
+/// refused (by curt or by NCCL, even if its exception is caught inside the scope), or on
+/// cancel(), NCCL launches none of the group's collectives, on any of this thread's ranks (a
+/// rank whose collectives went and another's that did not would wait for each other forever).
+/// The group still ends (ncclGroupEnd is always called), and the communicators stay usable. A
+/// refused collective makes end() throw (and the destructor report) the refusal's error; an
+/// exception leaving the scope is the story, and the group's end adds nothing to it. Groups
+/// nest (NCCL counts them): the outermost launches, and one cancelled cancels them all. (A
+/// non-blocking communicator, made with ncclCommInitRankConfig and adopted, gets a cancellation
+/// as its asynchronous error: NCCL's rule for any failed group.)
 /// On a thread with no current context, an active primary context is current for the scope
 /// (NCCL restores, with cudaSetDevice, the device it finds current).
 class nccl_group {
  public:
-  nccl_group() {
+  nccl_group() : uncaught_(std::uncaught_exceptions()) {
     detail::check_nccl(ncclGroupStart(), [] { return std::string("ncclGroupStart()"); },
                        __FILE__, __LINE__);
   }
   ~nccl_group() {
     if (!open_) return;
+    if (std::uncaught_exceptions() > uncaught_) {  // unwinding: launch nothing, report nothing
+      cancel();
+      return;
+    }
     open_ = false;
     ncclResult_t result = ncclGroupEnd();
     if (result != ncclSuccess) {
@@ -437,19 +642,30 @@ class nccl_group {
       }
     }
   }
-  /// Ends the group now (ncclGroupEnd): launches its collectives; throws nccl_error on failure.
+  /// Ends the group now (ncclGroupEnd): launches its collectives; throws nccl_error on failure
+  /// (then none was launched).
   void end() {
     if (!open_) return;
     open_ = false;
     detail::check_nccl(ncclGroupEnd(), [] { return std::string("ncclGroupEnd()"); }, __FILE__,
                        __LINE__);
   }
+  /// Ends the group now without launching any of its collectives (see above): for a program that
+  /// finds, after issuing some, that it must not go on. Nothing is thrown or reported.
+  void cancel() noexcept {
+    if (!open_) return;
+    open_ = false;
+    detail::nccl_cancel_group();
+    (void)ncclGroupEnd();  // returns the cancellation's ncclInvalidArgument (or an earlier error)
+  }
   nccl_group(const nccl_group&) = delete;
   nccl_group& operator=(const nccl_group&) = delete;
 
  private:
+  detail::nccl_runtime_device_keeper keep_device_;  // first: restores after context_ popped
   detail::current_device_scope context_{detail::any_context};  // before the group starts
   detail::nccl_context_keeper keep_;  // after context_: puts back what the group end changed
+  int uncaught_ = 0;
   bool open_ = true;
 };
 
@@ -487,7 +703,8 @@ inline void check_collective_stream(cudaStream_t stream, const nccl_communicator
 }
 
 /// A collective's call: the stream checked, the stream's context current on a thread without
-/// one, and whatever context was current before put back after NCCL's device switching.
+/// one, and whatever context (and, on a thread without one, runtime device) was current before
+/// put back after NCCL's device switching.
 class nccl_stream_scope {
  public:
   nccl_stream_scope(cudaStream_t stream, const nccl_communicator_ref& comm,
@@ -497,6 +714,7 @@ class nccl_stream_scope {
   }
 
  private:
+  nccl_runtime_device_keeper keep_device_;  // first: restores after in_context_ popped
   stream_context_scope in_context_;
   nccl_context_keeper keep_;  // after in_context_: restored before it pops
 };
@@ -539,23 +757,25 @@ template <class Send, class Recv>
 void all_reduce(Send&& send, Recv&& recv, nccl_op op, nccl_communicator_ref comm,
                 stream_ref stream) {
   detail::check_collective_types<Send, Recv>();
-  detail::check_kept_range<Recv>(recv, "curt::all_reduce: the receive range");
-  detail::check_kept_range<Send>(send, "curt::all_reduce: the send range");
-  using T = detail::range_value_t<Recv>;
-  const std::size_t n = recv.size();
-  if (CURT_UNLIKELY(static_cast<std::size_t>(send.size()) != n))
-    detail::throw_collective_sizes("curt::all_reduce", send.size(), n,
-                                   "send and receive must have the same size");
-  cudaStream_t h = stream.get();
-  ncclComm_t c = comm.get();
-  detail::nccl_stream_scope in_context(h, comm, "curt::all_reduce");
-  detail::check_nccl(ncclAllReduce(send.data(), recv.data(), n, nccl_type_of<T>(),
-                                   static_cast<ncclRedOp_t>(op), c, h),
-                     [&] {
-                       return detail::describe_collective("ncclAllReduce", n, nccl_type_of<T>(),
-                                                          detail::nccl_op_name(op), -1, comm);
-                     },
-                     __FILE__, __LINE__);
+  detail::nccl_collective([&] {
+    detail::check_kept_range<Recv>(recv, "curt::all_reduce: the receive range");
+    detail::check_kept_range<Send>(send, "curt::all_reduce: the send range");
+    using T = detail::range_value_t<Recv>;
+    const std::size_t n = recv.size();
+    if (CURT_UNLIKELY(static_cast<std::size_t>(send.size()) != n))
+      detail::throw_collective_sizes("curt::all_reduce", send.size(), n,
+                                     "send and receive must have the same size");
+    cudaStream_t h = stream.get();
+    ncclComm_t c = comm.get();
+    detail::nccl_stream_scope in_context(h, comm, "curt::all_reduce");
+    detail::check_nccl(ncclAllReduce(send.data(), recv.data(), n, nccl_type_of<T>(),
+                                     static_cast<ncclRedOp_t>(op), c, h),
+                       [&] {
+                         return detail::describe_collective("ncclAllReduce", n, nccl_type_of<T>(),
+                                                            detail::nccl_op_name(op), -1, comm);
+                       },
+                       __FILE__, __LINE__);
+  });
 }
 /// In place: data = op over every rank's data.
 template <class Data>
@@ -568,22 +788,24 @@ template <class Send, class Recv>
 void broadcast(Send&& send, Recv&& recv, int root, nccl_communicator_ref comm,
                stream_ref stream) {
   detail::check_collective_types<Send, Recv>();
-  detail::check_kept_range<Recv>(recv, "curt::broadcast: the receive range");
-  detail::check_kept_range<Send>(send, "curt::broadcast: the send range");
-  using T = detail::range_value_t<Recv>;
-  const std::size_t n = recv.size();
-  if (CURT_UNLIKELY(static_cast<std::size_t>(send.size()) != n))
-    detail::throw_collective_sizes("curt::broadcast", send.size(), n,
-                                   "send and receive must have the same size");
-  cudaStream_t h = stream.get();
-  ncclComm_t c = comm.get();
-  detail::nccl_stream_scope in_context(h, comm, "curt::broadcast");
-  detail::check_nccl(ncclBroadcast(send.data(), recv.data(), n, nccl_type_of<T>(), root, c, h),
-                     [&] {
-                       return detail::describe_collective("ncclBroadcast", n, nccl_type_of<T>(),
-                                                          nullptr, root, comm);
-                     },
-                     __FILE__, __LINE__);
+  detail::nccl_collective([&] {
+    detail::check_kept_range<Recv>(recv, "curt::broadcast: the receive range");
+    detail::check_kept_range<Send>(send, "curt::broadcast: the send range");
+    using T = detail::range_value_t<Recv>;
+    const std::size_t n = recv.size();
+    if (CURT_UNLIKELY(static_cast<std::size_t>(send.size()) != n))
+      detail::throw_collective_sizes("curt::broadcast", send.size(), n,
+                                     "send and receive must have the same size");
+    cudaStream_t h = stream.get();
+    ncclComm_t c = comm.get();
+    detail::nccl_stream_scope in_context(h, comm, "curt::broadcast");
+    detail::check_nccl(ncclBroadcast(send.data(), recv.data(), n, nccl_type_of<T>(), root, c, h),
+                       [&] {
+                         return detail::describe_collective("ncclBroadcast", n, nccl_type_of<T>(),
+                                                            nullptr, root, comm);
+                       },
+                       __FILE__, __LINE__);
+  });
 }
 /// In place: data = root's data on every rank.
 template <class Data>
@@ -597,46 +819,50 @@ template <class Send, class Recv>
 void reduce(Send&& send, Recv&& recv, nccl_op op, int root, nccl_communicator_ref comm,
             stream_ref stream) {
   detail::check_collective_types<Send, Recv>();
-  detail::check_kept_range<Recv>(recv, "curt::reduce: the receive range");
-  detail::check_kept_range<Send>(send, "curt::reduce: the send range");
-  using T = detail::range_value_t<Recv>;
-  const std::size_t n = send.size();
-  if (CURT_UNLIKELY(comm.rank() == root && static_cast<std::size_t>(recv.size()) != n))
-    detail::throw_collective_sizes("curt::reduce", n, recv.size(),
-                                   "on the root, send and receive must have the same size");
-  cudaStream_t h = stream.get();
-  ncclComm_t c = comm.get();
-  detail::nccl_stream_scope in_context(h, comm, "curt::reduce");
-  detail::check_nccl(ncclReduce(send.data(), recv.data(), n, nccl_type_of<T>(),
-                                static_cast<ncclRedOp_t>(op), root, c, h),
-                     [&] {
-                       return detail::describe_collective("ncclReduce", n, nccl_type_of<T>(),
-                                                          detail::nccl_op_name(op), root, comm);
-                     },
-                     __FILE__, __LINE__);
+  detail::nccl_collective([&] {
+    detail::check_kept_range<Recv>(recv, "curt::reduce: the receive range");
+    detail::check_kept_range<Send>(send, "curt::reduce: the send range");
+    using T = detail::range_value_t<Recv>;
+    const std::size_t n = send.size();
+    if (CURT_UNLIKELY(comm.rank() == root && static_cast<std::size_t>(recv.size()) != n))
+      detail::throw_collective_sizes("curt::reduce", n, recv.size(),
+                                     "on the root, send and receive must have the same size");
+    cudaStream_t h = stream.get();
+    ncclComm_t c = comm.get();
+    detail::nccl_stream_scope in_context(h, comm, "curt::reduce");
+    detail::check_nccl(ncclReduce(send.data(), recv.data(), n, nccl_type_of<T>(),
+                                  static_cast<ncclRedOp_t>(op), root, c, h),
+                       [&] {
+                         return detail::describe_collective("ncclReduce", n, nccl_type_of<T>(),
+                                                            detail::nccl_op_name(op), root, comm);
+                       },
+                       __FILE__, __LINE__);
+  });
 }
 
 /// recv = every rank's send, in rank order (ncclAllGather): recv.size() == size() * send.size().
 template <class Send, class Recv>
 void all_gather(Send&& send, Recv&& recv, nccl_communicator_ref comm, stream_ref stream) {
   detail::check_collective_types<Send, Recv>();
-  detail::check_kept_range<Recv>(recv, "curt::all_gather: the receive range");
-  detail::check_kept_range<Send>(send, "curt::all_gather: the send range");
-  using T = detail::range_value_t<Recv>;
-  const std::size_t n = send.size();
-  if (CURT_UNLIKELY(static_cast<std::size_t>(recv.size()) != n * std::size_t(comm.size())))
-    detail::throw_collective_sizes("curt::all_gather", n, recv.size(),
-                                   "the receive range must hold the send range of each of the " +
-                                       std::to_string(comm.size()) + " ranks");
-  cudaStream_t h = stream.get();
-  ncclComm_t c = comm.get();
-  detail::nccl_stream_scope in_context(h, comm, "curt::all_gather");
-  detail::check_nccl(ncclAllGather(send.data(), recv.data(), n, nccl_type_of<T>(), c, h),
-                     [&] {
-                       return detail::describe_collective("ncclAllGather", n, nccl_type_of<T>(),
-                                                          nullptr, -1, comm);
-                     },
-                     __FILE__, __LINE__);
+  detail::nccl_collective([&] {
+    detail::check_kept_range<Recv>(recv, "curt::all_gather: the receive range");
+    detail::check_kept_range<Send>(send, "curt::all_gather: the send range");
+    using T = detail::range_value_t<Recv>;
+    const std::size_t n = send.size();
+    if (CURT_UNLIKELY(static_cast<std::size_t>(recv.size()) != n * std::size_t(comm.size())))
+      detail::throw_collective_sizes("curt::all_gather", n, recv.size(),
+                                     "the receive range must hold the send range of each of the " +
+                                         std::to_string(comm.size()) + " ranks");
+    cudaStream_t h = stream.get();
+    ncclComm_t c = comm.get();
+    detail::nccl_stream_scope in_context(h, comm, "curt::all_gather");
+    detail::check_nccl(ncclAllGather(send.data(), recv.data(), n, nccl_type_of<T>(), c, h),
+                       [&] {
+                         return detail::describe_collective("ncclAllGather", n, nccl_type_of<T>(),
+                                                            nullptr, -1, comm);
+                       },
+                       __FILE__, __LINE__);
+  });
 }
 
 /// recv = this rank's block of op over every rank's send (ncclReduceScatter):
@@ -645,25 +871,27 @@ template <class Send, class Recv>
 void reduce_scatter(Send&& send, Recv&& recv, nccl_op op, nccl_communicator_ref comm,
                     stream_ref stream) {
   detail::check_collective_types<Send, Recv>();
-  detail::check_kept_range<Recv>(recv, "curt::reduce_scatter: the receive range");
-  detail::check_kept_range<Send>(send, "curt::reduce_scatter: the send range");
-  using T = detail::range_value_t<Recv>;
-  const std::size_t n = recv.size();
-  if (CURT_UNLIKELY(static_cast<std::size_t>(send.size()) != n * std::size_t(comm.size())))
-    detail::throw_collective_sizes("curt::reduce_scatter", send.size(), n,
-                                   "the send range must hold one receive range for each of the " +
-                                       std::to_string(comm.size()) + " ranks");
-  cudaStream_t h = stream.get();
-  ncclComm_t c = comm.get();
-  detail::nccl_stream_scope in_context(h, comm, "curt::reduce_scatter");
-  detail::check_nccl(ncclReduceScatter(send.data(), recv.data(), n, nccl_type_of<T>(),
-                                       static_cast<ncclRedOp_t>(op), c, h),
-                     [&] {
-                       return detail::describe_collective("ncclReduceScatter", n,
-                                                          nccl_type_of<T>(),
-                                                          detail::nccl_op_name(op), -1, comm);
-                     },
-                     __FILE__, __LINE__);
+  detail::nccl_collective([&] {
+    detail::check_kept_range<Recv>(recv, "curt::reduce_scatter: the receive range");
+    detail::check_kept_range<Send>(send, "curt::reduce_scatter: the send range");
+    using T = detail::range_value_t<Recv>;
+    const std::size_t n = recv.size();
+    if (CURT_UNLIKELY(static_cast<std::size_t>(send.size()) != n * std::size_t(comm.size())))
+      detail::throw_collective_sizes("curt::reduce_scatter", send.size(), n,
+                                     "the send range must hold one receive range for each of the " +
+                                         std::to_string(comm.size()) + " ranks");
+    cudaStream_t h = stream.get();
+    ncclComm_t c = comm.get();
+    detail::nccl_stream_scope in_context(h, comm, "curt::reduce_scatter");
+    detail::check_nccl(ncclReduceScatter(send.data(), recv.data(), n, nccl_type_of<T>(),
+                                         static_cast<ncclRedOp_t>(op), c, h),
+                       [&] {
+                         return detail::describe_collective("ncclReduceScatter", n,
+                                                            nccl_type_of<T>(),
+                                                            detail::nccl_op_name(op), -1, comm);
+                       },
+                       __FILE__, __LINE__);
+  });
 }
 
 }  // namespace curt

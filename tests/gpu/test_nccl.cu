@@ -1,7 +1,10 @@
 // NCCL over curt (include/curt/nccl.hpp), with every local GPU in one process (ncclCommInitAll):
 // all-reduce against a CPU sum, broadcast from a random root, reduce, all-gather and
 // reduce-scatter, and the errors (NCCL's refusal with its own text, curt's size checks, owners
-// that hold nothing). Works with one GPU (a communicator of one rank) and with more.
+// that hold nothing); groups that an exception leaves, that hold a refused collective or that are
+// cancelled launch nothing; abort(); NCCL calls from a thread with no context leave it with none
+// and with its runtime device. Works with one GPU (a communicator of one rank) and with more.
+// Several processes: test_nccl_gpu2.
 #include <catch.hpp>
 #include <expect.hpp>
 #include <isolation.hpp>
@@ -14,6 +17,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -43,6 +47,21 @@ std::vector<T> download(const curt::device_buffer<T>& buffer, curt::stream_ref s
 
 std::size_t random_count() {
   return static_cast<std::size_t>(curt_test::random_ints(1, 10000, 300000)[0]);
+}
+
+// Small integers as floats: every sum over a few ranks is exact, whatever NCCL's order.
+std::vector<float> random_small_integers(std::size_t count) {
+  std::vector<float> values(count);
+  const std::vector<int> ints = curt_test::random_ints(count, -1000, 1000);
+  for (std::size_t k = 0; k < count; ++k) values[k] = static_cast<float>(ints[k]);
+  return values;
+}
+
+// The calling thread's runtime device (cudaGetDevice), which makes no context.
+int runtime_device() {
+  int ordinal = -1;
+  CURT_CHECK(cudaGetDevice(&ordinal));
+  return ordinal;
 }
 
 }  // namespace
@@ -216,25 +235,190 @@ TEST_CASE("NCCL calls leave a thread with no context as they found it") {
   }
   CUcontext after_group = reinterpret_cast<CUcontext>(1);
   CUcontext after_single = reinterpret_cast<CUcontext>(1);
+  CUcontext after_create = reinterpret_cast<CUcontext>(1);
+  CUcontext after_destroy = reinterpret_cast<CUcontext>(1);
+  // The runtime device too (NCCL sets devices with cudaSetDevice, which sets the thread's runtime
+  // device): a fresh thread's is device 0, whose primary context the rig made active, so curt can
+  // put it back without making a context.
+  int device_before = -1, device_after_group = -1, device_after_single = -1;
+  int device_after_create = -1, device_after_destroy = -1;
   curt_test::on_fresh_thread([&] {
+    device_before = runtime_device();
     {
       curt::nccl_group group;
       for (std::size_t i = 0; i < ranks; ++i)
         curt::broadcast(data[i], 0, r.comms[i], r.streams[i]);
     }
     after_group = curt_test::current_context();
-    if (ranks == 1) {
+    device_after_group = runtime_device();
+    if (ranks == 1) {  // a collective alone (with more ranks, one thread must group them)
       curt::all_reduce(data[0], curt::nccl_op::sum, r.comms[0], r.streams[0]);
       after_single = curt_test::current_context();
+      device_after_single = runtime_device();
     } else {
       after_single = nullptr;
+      device_after_single = device_before;
     }
-    for (std::size_t i = 0; i < ranks; ++i) r.streams[i].synchronize();
+    {
+      // Communicators made and destroyed on this thread (NCCL 2.28's ncclCommDestroy leaves the
+      // device of the last one it frees current).
+      std::vector<curt::nccl_communicator> more = curt::nccl_communicator::create_all(r.devices);
+      after_create = curt_test::current_context();
+      device_after_create = runtime_device();
+    }
+    after_destroy = curt_test::current_context();
+    device_after_destroy = runtime_device();
+    for (std::size_t i = 0; i < ranks; ++i) r.streams[i].synchronize();  // not NCCL: last
   });
   CHECK(after_group == nullptr);
   CHECK(after_single == nullptr);
+  CHECK(after_create == nullptr);
+  CHECK(after_destroy == nullptr);
+  CHECK(device_before == 0);
+  CHECK(device_after_group == device_before);
+  CHECK(device_after_single == device_before);
+  CHECK(device_after_create == device_before);
+  CHECK(device_after_destroy == device_before);
   for (std::size_t i = 0; i < ranks; ++i) {
     INFO("rank " << i);
     CHECK(download(data[i], r.streams[i]) == x[0]);
   }
+}
+
+TEST_CASE("a group that an exception leaves, that holds a refused collective or that is cancelled "
+          "launches nothing") {
+  // With two ranks or more, rank 0's all-reduce launched without the others' would wait for them
+  // forever (and the download below with it); with one rank, NCCL runs a collective as soon as it
+  // is issued, so there is nothing to cancel, and the target holds the sentinel or the sum.
+  rig r = make_rig();
+  const std::size_t ranks = r.devices.size();
+  const std::size_t count = random_count();
+  const std::vector<float> sentinel(count, -12345.0f);
+  std::vector<std::vector<float>> x(ranks);
+  std::vector<curt::device_buffer<float>> send, target;
+  for (std::size_t i = 0; i < ranks; ++i) {
+    x[i] = random_small_integers(count);
+    send.emplace_back(r.devices[i], count);
+    target.emplace_back(r.devices[i], count);
+    curt::copy(send[i], x[i], r.streams[i]);
+    curt::copy(target[i], sentinel, r.streams[i]);
+  }
+  curt::device_buffer<float> short_by_one(r.devices[0], count - 1);
+  std::vector<float> want(count, 0.0f);
+  for (std::size_t i = 0; i < ranks; ++i)
+    for (std::size_t k = 0; k < count; ++k) want[k] += x[i][k];
+  auto nothing_ran = [&](const char* what) {
+    for (std::size_t i = 0; i < ranks; ++i) {
+      INFO(what << ", rank " << i << " of " << ranks);
+      const std::vector<float> got = download(target[i], r.streams[i]);
+      if (ranks >= 2) {
+        CHECK(got == sentinel);
+      } else {
+        CHECK((got == sentinel || got == want));
+      }
+    }
+  };
+
+  // 1. An exception leaves the scope after rank 0's collective was issued, before the others'.
+  bool thrown = false;
+  try {
+    curt::nccl_group group;
+    curt::all_reduce(send[0], target[0], curt::nccl_op::sum, r.comms[0], r.streams[0]);
+    throw std::runtime_error("the program gives up inside the group");
+  } catch (const std::runtime_error&) {
+    thrown = true;
+  }
+  CHECK(thrown);
+  CHECK(ncclGroupEnd() == ncclInvalidUsage);  // the group did end: this thread is in none
+  nothing_ran("an exception left the group");
+
+  // 2. Every rank's collective issued, then one that curt refuses, its exception caught inside:
+  // end() throws NCCL's cancellation.
+  {
+    curt::nccl_group group;
+    for (std::size_t i = 0; i < ranks; ++i)
+      curt::all_reduce(send[i], target[i], curt::nccl_op::sum, r.comms[i], r.streams[i]);
+    curt_test::require_cuda_error(
+        [&] {
+          curt::all_reduce(send[0], short_by_one, curt::nccl_op::sum, r.comms[0], r.streams[0]);
+        },
+        cudaErrorInvalidValue, {"curt::all_reduce", "same size"});
+    try {
+      group.end();
+      FAIL("a group with a refused collective ended without an error");
+    } catch (const curt::nccl_error& error) {
+      INFO("what(): " << error.what());
+      CHECK(error.result() == ncclInvalidArgument);
+      CHECK_THAT(error.what(), ContainsSubstring("ncclGroupEnd"));
+    }
+  }
+  nothing_ran("a collective of the group was refused");
+
+  // 3. cancel(), after every rank's collective was issued.
+  {
+    curt::nccl_group group;
+    for (std::size_t i = 0; i < ranks; ++i)
+      curt::all_reduce(send[i], target[i], curt::nccl_op::sum, r.comms[i], r.streams[i]);
+    group.cancel();
+    group.cancel();  // once is enough; again does nothing
+    group.end();     // nor does ending a cancelled group
+  }
+  nothing_ran("the group was cancelled");
+  CHECK(ncclGroupEnd() == ncclInvalidUsage);
+
+  // The communicators stay usable, and their ranks still pair up.
+  {
+    curt::nccl_group group;
+    for (std::size_t i = 0; i < ranks; ++i)
+      curt::all_reduce(send[i], target[i], curt::nccl_op::sum, r.comms[i], r.streams[i]);
+  }
+  for (std::size_t i = 0; i < ranks; ++i) {
+    INFO("rank " << i);
+    CHECK(download(target[i], r.streams[i]) == want);
+    CHECK(r.comms[i].async_error() == ncclSuccess);
+  }
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+TEST_CASE("abort() frees communicators at once and leaves empty owners") {
+  rig r = make_rig();
+  const std::size_t ranks = r.devices.size();
+  const std::size_t count = 4096;
+  std::vector<std::vector<float>> x(ranks);
+  std::vector<curt::device_buffer<float>> data;
+  for (std::size_t i = 0; i < ranks; ++i) {
+    x[i] = random_small_integers(count);
+    data.emplace_back(r.devices[i], count);
+    curt::copy(data[i], x[i], r.streams[i]);
+  }
+  {
+    curt::nccl_group group;  // some work first, so that there is something to tear down
+    for (std::size_t i = 0; i < ranks; ++i)
+      curt::all_reduce(data[i], curt::nccl_op::sum, r.comms[i], r.streams[i]);
+  }
+  for (std::size_t i = 0; i < ranks; ++i) r.streams[i].synchronize();
+  for (std::size_t i = 0; i < ranks; ++i) {
+    INFO("rank " << i);
+    r.comms[i].abort();
+    curt_test::require_cuda_error([&] { (void)r.comms[i].rank(); },
+                                  cudaErrorInvalidResourceHandle,
+                                  {"curt::nccl_communicator::rank()", "empty"});
+    curt_test::require_cuda_error([&] { r.comms[i].abort(); }, cudaErrorInvalidResourceHandle,
+                                  {"curt::nccl_communicator::abort()", "empty"});
+  }
+  // The devices serve new communicators.
+  rig again = make_rig();
+  {
+    curt::nccl_group group;
+    for (std::size_t i = 0; i < ranks; ++i)
+      curt::all_reduce(data[i], curt::nccl_op::max, again.comms[i], again.streams[i]);
+  }
+  std::vector<float> want(count, 0.0f);  // every rank holds the sum: their max is that sum
+  for (std::size_t i = 0; i < ranks; ++i)
+    for (std::size_t k = 0; k < count; ++k) want[k] += x[i][k];
+  for (std::size_t i = 0; i < ranks; ++i) {
+    INFO("rank " << i);
+    CHECK(download(data[i], again.streams[i]) == want);
+  }
+  CHECK(cudaGetLastError() == cudaSuccess);
 }

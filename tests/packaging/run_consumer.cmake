@@ -1,5 +1,6 @@
 # cmake -DSOURCE=... -DBINARY=... -DGENERATOR=... [-DARGS=...] -P run_consumer.cmake
-# Configures, builds and runs one consumer project from scratch.
+# Configures, builds and runs one consumer project from scratch (nccl_consumer too, where the
+# consumer built one).
 file(REMOVE_RECURSE ${BINARY})
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BINARY} -G ${GENERATOR} ${ARGS}
                 RESULT_VARIABLE result)
@@ -10,7 +11,11 @@ execute_process(COMMAND ${CMAKE_COMMAND} --build ${BINARY} RESULT_VARIABLE resul
 if(result)
   message(FATAL_ERROR "building ${SOURCE} failed")
 endif()
-execute_process(COMMAND ${BINARY}/consumer RESULT_VARIABLE result)
-if(result)
-  message(FATAL_ERROR "running the consumer of ${SOURCE} failed: ${result}")
-endif()
+foreach(program consumer nccl_consumer)
+  if(program STREQUAL "consumer" OR EXISTS ${BINARY}/${program})
+    execute_process(COMMAND ${BINARY}/${program} RESULT_VARIABLE result)
+    if(result)
+      message(FATAL_ERROR "running the ${program} of ${SOURCE} failed: ${result}")
+    endif()
+  endif()
+endforeach()
