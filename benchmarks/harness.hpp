@@ -13,6 +13,11 @@
 // - run(): the common main(): exit code 77 without a device, 1 when a benchmark failed, device
 //   and versions in the JSON context, the console table followed by a summary of the paired
 //   benchmarks (console format only).
+// - Host-side preparation of large inputs, CPU references and result checks, outside any timed
+//   region: for_chunks() (a loop over fixed chunks on every core), random_word() (splitmix64 as
+//   a counter: any part of a seed's stream, made in parallel, is the same on any machine) and
+//   host_array (host memory that its filler touches first, in parallel, instead of a
+//   std::vector's zeroing on one thread).
 #pragma once
 
 #include <curt/curt.hpp>
@@ -32,7 +37,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace curt_bench {
@@ -177,6 +185,76 @@ inline benchmark::internal::Benchmark* add(const std::string& name,
   b->Unit(benchmark::kMicrosecond);
   return b;
 }
+
+// ---- Host-side preparation: inputs, CPU references, checks ----------------------------------
+
+/// Threads for host-side preparation: one per core.
+inline unsigned host_threads() {
+  static const unsigned count = std::max(1u, std::thread::hardware_concurrency());
+  return count;
+}
+
+/// Calls f(begin, end) for every chunk [k * chunk, min(n, (k + 1) * chunk)) of [0, n), the chunks
+/// handed out in turn to host_threads() threads (this one among them); returns when all are
+/// done, rethrowing the first exception f threw (the chunks not started by then are skipped).
+/// The chunks do not depend on the number of threads, so whatever is made chunk by chunk (random
+/// numbers from random_word, partial sums combined in chunk order) is the same on any machine.
+template <class F>
+void for_chunks(std::size_t n, std::size_t chunk, const F& f) {
+  if (n == 0) return;
+  chunk = std::max<std::size_t>(chunk, 1);
+  const std::size_t chunks = (n - 1) / chunk + 1;
+  std::atomic<std::size_t> next{0};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  auto work = [&] {
+    for (std::size_t k = next.fetch_add(1); k < chunks; k = next.fetch_add(1)) {
+      try {
+        f(k * chunk, std::min(n, (k + 1) * chunk));
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next.store(chunks);
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  const std::size_t threads = std::min<std::size_t>(host_threads(), chunks);
+  for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+  work();
+  for (std::thread& helper : helpers) helper.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+/// Word `index` of the splitmix64 stream seeded with `seed` (Steele, Lea and Flood, "Fast
+/// splittable pseudorandom number generators", 2014): the generator's state after index + 1
+/// steps is seed + (index + 1) * gamma, so any word can be made on its own, and a stream split
+/// into chunks that for_chunks fills in parallel is the same stream as one made in a loop.
+constexpr std::uint64_t random_word(std::uint64_t seed, std::uint64_t index) {
+  std::uint64_t z = seed + (index + 1) * 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// `count` elements of host memory, not initialized: what fills them first also touches their
+/// pages, in parallel through for_chunks (a std::vector of a GiB spends longer zeroing it on one
+/// thread than the filling takes). A range for curt::copy (data(), size()).
+template <class T>
+class host_array {
+ public:
+  host_array() = default;
+  explicit host_array(std::size_t count) : data_(new T[count]), size_(count) {}
+  T* data() noexcept { return data_.get(); }
+  const T* data() const noexcept { return data_.get(); }
+  std::size_t size() const noexcept { return size_; }
+  T& operator[](std::size_t i) noexcept { return data_[i]; }
+  const T& operator[](std::size_t i) const noexcept { return data_[i]; }
+
+ private:
+  std::unique_ptr<T[]> data_;
+  std::size_t size_ = 0;
+};
 
 namespace detail {
 

@@ -18,19 +18,38 @@
 //
 // Timing: GPU time from two CUDA events around `launches` back-to-back launches (16 for inputs
 // under 256 MiB, 2 above: the host's next launch overlaps a kernel instead of counting as GPU
-// time), reported per launch (UseManualTime); one untimed warm-up launch per benchmark run.
+// time), reported per launch (UseManualTime); one untimed warm-up launch per call of the
+// benchmark function. Google Benchmark counts that per-launch time against MinTime, so MinTime is
+// 0.1 s / launches: every run times at least 0.1 s of GPU work. (MinTime 0.1 s itself made a run
+// of 16 launches per iteration last over 16 x 0.1 s, about 2.7 s for a reduction of 2^16, 4 s
+// for its first repetition, which also finds the iteration count: 24 such benchmarks with 3
+// repetitions come to about three and a half minutes.)
 // Counters (medians over the run's iterations): gb_per_s, the achieved bandwidth; copy_gb_per_s,
 // the device-to-device cudaMemcpy bandwidth (read plus written) of a copy that moves the same
 // number of bytes, measured once per byte count in this run (examples/common/example.hpp's
 // copy_gb_per_s); of_copy = gb_per_s / copy_gb_per_s. bytes_per_second (Google Benchmark's) is
-// set from the declared bytes too. Inputs are random (curt_example::rng(): CURT_EXAMPLE_SEED
-// repeats a run); each variant's result is checked once per input, outside timing, against the
-// CPU (exact, or the reduction example's float-sum bound); a mismatch fails the benchmark.
-// Inputs are made on first use and kept: --benchmark_filter=vec_add (say) makes only those.
+// set from the declared bytes too.
+//
+// Outside the timed regions, each paid once per process and only by the benchmarks that need it
+// (--benchmark_filter=vec_add, say, makes only vec_add's input):
+// - the inputs, made on first use and kept on the host and the device: random in the examples'
+//   distributions, each one splitmix64 stream (curt_bench::random_word) seeded from the run's
+//   seed (curt_example::rng(), which prints it; CURT_EXAMPLE_SEED repeats a run) and the input's
+//   name, so that an input is the same for a seed whatever the filter and the order of the runs;
+//   made on every core (2 x 2^28 floats, 2^28, 2 x 2^30 bytes, 2^26: about 5 GiB in all);
+// - the CPU references, on every core: the histograms with their input, the reductions' sums
+//   (the reduction example's float-sum bound) and maxima once per length;
+// - each variant's check, before its first timed run: its result read back and compared with the
+//   CPU's on every core (exactly, or within that bound); the verdict is kept, and a mismatch
+//   fails every run of the benchmark (SkipWithError);
+// - the copy bandwidth, once per byte count.
 //
 //   kernel_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-// Every benchmark has MinTime(0.1 s): the defaults finish in about a minute (with 5 repetitions,
-// most of it making the inputs). Exit code 77 when there is no device.
+// How long, estimated for the H200 machine (not yet measured there): the timed runs of every
+// benchmark take about 10 s for one repetition, 25 s for 3 and 40 s for 5 (with random
+// interleaving or without), plus a few seconds per process for the inputs, their copies to and
+// from the device and the checks. MinTime is set per benchmark: --benchmark_min_time does not
+// change it. Exit code 77 when there is no device.
 #include "harness.hpp"
 
 #include "example.hpp"
@@ -49,14 +68,20 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
+#include <cfloat>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,12 +91,24 @@ namespace {
 constexpr std::size_t kVecAddN = std::size_t(1) << 28;
 constexpr std::size_t kReduceSizes[] = {std::size_t(1) << 16, std::size_t(1) << 20,
                                         std::size_t(1) << 24, std::size_t(1) << 28};
+constexpr std::size_t kReduceMax = kReduceSizes[std::size(kReduceSizes) - 1];
 constexpr std::size_t kHistogramN = std::size_t(1) << 30;
 constexpr int kTransposeSide = 8192;
-constexpr double kMinTime = 0.1;  // seconds per benchmark run
+constexpr std::size_t kTransposeN = std::size_t(kTransposeSide) * kTransposeSide;
+constexpr double kMinTime = 0.1;  // seconds of GPU time per benchmark run (see add())
+constexpr std::size_t kChunk = std::size_t(1) << 20;  // elements per chunk of host-side work
+
+// Bytes read + written per launch of each benchmark.
+constexpr std::size_t kVecAddBytes = 3 * kVecAddN * sizeof(float);
+constexpr std::size_t reduce_bytes(std::size_t n) { return n * sizeof(float); }
+constexpr std::size_t kHistogramBytes = kHistogramN + histogram_example::kBins * sizeof(unsigned);
+constexpr std::size_t kTransposeBytes = 2 * kTransposeN * sizeof(float);
 
 curt::device* g_device = nullptr;
 curt::stream* g_stream = nullptr;
+
+// Launches per timed region: 16 for inputs under 256 MiB, 2 above.
+int launches_for(std::size_t bytes) { return bytes < (std::size_t(256) << 20) ? 16 : 2; }
 
 // The device-to-device copy bandwidth (read plus written, GB/s) of a copy that moves `bytes` in
 // all (bytes / 2 read, bytes / 2 written), measured once per byte count.
@@ -86,12 +123,12 @@ double copy_gb_per_s(std::size_t bytes) {
   return it->second;
 }
 
-// Times `launch(stream)` (one launch of the variant), `launches` at a time between two events,
-// and reports the GPU time per launch; sets the bandwidth counters for `bytes` per launch.
+// Times `launch(stream)` (one launch of the variant), launches_for(bytes) at a time between two
+// events, and reports the GPU time per launch; sets the bandwidth counters for `bytes` per launch.
 void time_launches(benchmark::State& state, std::size_t bytes,
                    const std::function<void(curt::stream_ref)>& launch) {
   const curt::stream_ref stream = *g_stream;
-  const int launches = bytes < (std::size_t(256) << 20) ? 16 : 2;
+  const int launches = launches_for(bytes);
   curt::event start(*g_device, curt::event_flags::timing),
       stop(*g_device, curt::event_flags::timing);
   launch(stream);  // warm-up
@@ -127,12 +164,205 @@ bool checked_ok(benchmark::State& state, const std::string& key,
   return false;
 }
 
+// ---- Host-side work: random inputs, CPU references, checks, on every core -------------------
+
+using curt_bench::host_array;
+
+// The seed of one input: from this run's seed (curt_example::rng(), which prints it;
+// CURT_EXAMPLE_SEED repeats a run) and the input's name, so that an input is the same for a seed
+// whichever benchmarks the filter selects and in whatever order they run.
+std::uint64_t input_seed(const std::string& input) {
+  static const std::uint64_t run_seed = curt_example::rng()();
+  std::uint64_t name = 0xcbf29ce484222325ull;  // FNV-1a
+  for (const char c : input) name = (name ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return curt_bench::random_word(run_seed, name);
+}
+
+// [0, 1) in steps of 2^-24, from a word's top 24 bits.
+float unit_float(std::uint64_t word) { return static_cast<float>(word >> 40) * 0x1p-24f; }
+
+// `count` floats uniform in [low, high] (curt_example::random_values' distribution): element i
+// from word i of the input's stream.
+host_array<float> uniform_floats(std::size_t count, float low, float high,
+                                 const std::string& input) {
+  host_array<float> values(count);
+  float* out = values.data();
+  const std::uint64_t seed = input_seed(input);
+  curt_bench::for_chunks(count, kChunk, [=](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i)
+      out[i] = low + (high - low) * unit_float(curt_bench::random_word(seed, i));
+  });
+  return values;
+}
+
+// The reduction example's float input (reduction_example::random_input<float>): uniform in
+// [-1, 2), times 2^e for e uniform in -8..8 (exact: a power of two); e from the word's low 32
+// bits, the uniform value from its top 24.
+host_array<float> reduction_floats(std::size_t count, const std::string& input) {
+  std::array<float, 17> scale{};
+  for (int e = -8; e <= 8; ++e) scale[static_cast<std::size_t>(e + 8)] = std::ldexp(1.0f, e);
+  host_array<float> values(count);
+  float* out = values.data();
+  const std::uint64_t seed = input_seed(input);
+  curt_bench::for_chunks(count, kChunk, [=](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const std::uint64_t word = curt_bench::random_word(seed, i);
+      const std::size_t e = static_cast<std::size_t>(((word & 0xFFFFFFFFull) * 17) >> 32);
+      out[i] = (-1.0f + 3.0f * unit_float(word)) * scale[e];
+    }
+  });
+  return values;
+}
+
+// The histogram example's samples (histogram_example::generate), into `out`: uniform, the 8 bytes
+// of each word; skewed, 4 pieces of 16 bits per word, a piece whose high byte is under 230
+// (89.8%) the input's dominant value, another its low byte.
+void histogram_samples(histogram_example::input_kind kind, unsigned char* out, std::size_t n) {
+  using histogram_example::input_kind;
+  if (kind != input_kind::uniform && kind != input_kind::skewed)
+    throw std::invalid_argument("kernel_bench: histogram inputs are uniform or skewed");
+  const std::string name = std::string("histogram/") + histogram_example::name_of(kind);
+  const std::uint64_t seed = input_seed(name);
+  const auto dominant = static_cast<unsigned char>(input_seed(name + "/dominant"));
+  const auto skew = [dominant](std::uint64_t word, unsigned k) {  // without a branch
+    const unsigned piece = static_cast<unsigned>(word >> (16 * k)) & 0xFFFFu;
+    const unsigned mask = 0u - static_cast<unsigned>((piece >> 8) < 230);  // all ones: dominant
+    return static_cast<unsigned char>((dominant & mask) | (piece & ~mask));
+  };
+  const std::size_t per_word = kind == input_kind::uniform ? 8 : 4;
+  const std::size_t words = (n + per_word - 1) / per_word;
+  curt_bench::for_chunks(words, kChunk, [&](std::size_t begin, std::size_t end) {
+    const std::size_t whole = std::min(end, n / per_word);  // words whose samples all fit
+    for (std::size_t w = begin; w < whole; ++w) {
+      const std::uint64_t word = curt_bench::random_word(seed, w);
+      if (kind == input_kind::uniform) {
+        std::memcpy(out + 8 * w, &word, 8);
+      } else {
+        const unsigned char four[4] = {skew(word, 0), skew(word, 1), skew(word, 2), skew(word, 3)};
+        std::memcpy(out + 4 * w, four, 4);
+      }
+    }
+    for (std::size_t w = std::max(begin, whole); w < end; ++w) {  // the last word, in part
+      const std::uint64_t word = curt_bench::random_word(seed, w);
+      for (std::size_t i = w * per_word; i < n; ++i) {
+        const auto k = static_cast<unsigned>(i - w * per_word);
+        out[i] = kind == input_kind::uniform ? static_cast<unsigned char>(word >> (8 * k))
+                                             : skew(word, k);
+      }
+    }
+  });
+}
+
+// The CPU's histogram (histogram_example::cpu_histogram), chunk by chunk on every core; four
+// interleaved counters per bin, so that a run of one value (the skewed input) is four chains of
+// increments rather than one.
+std::array<unsigned, histogram_example::kBins> cpu_histogram(const unsigned char* data,
+                                                             std::size_t n) {
+  constexpr unsigned bins = histogram_example::kBins;
+  constexpr std::size_t chunk = std::size_t(1) << 22;
+  std::vector<std::array<unsigned, bins>> partial(n / chunk + 1);
+  curt_bench::for_chunks(n, chunk, [&](std::size_t begin, std::size_t end) {
+    unsigned counts[4][bins] = {};
+    std::size_t i = begin;
+    for (; i + 4 <= end; i += 4) {
+      ++counts[0][data[i]];
+      ++counts[1][data[i + 1]];
+      ++counts[2][data[i + 2]];
+      ++counts[3][data[i + 3]];
+    }
+    for (; i < end; ++i) ++counts[0][data[i]];
+    std::array<unsigned, bins>& mine = partial[begin / chunk];
+    for (unsigned b = 0; b < bins; ++b)
+      mine[b] = counts[0][b] + counts[1][b] + counts[2][b] + counts[3][b];
+  });
+  std::array<unsigned, bins> total{};
+  for (const auto& p : partial)
+    for (unsigned b = 0; b < bins; ++b) total[b] += p[b];
+  return total;
+}
+
+// The reduction example's CPU reference (reduction_example::reference<float, Op>: the same
+// expected value, and for the float sum the same bound, h * FLT_EPSILON * sum|x| with
+// h = ceil(n / full_grid_threads) + 64), chunk by chunk on every core: partial sums in double
+// combined in chunk order (so the same for a seed on any machine), maxima and minima exact.
+template <class Op>
+reduction_example::expected<typename Op::acc> cpu_reduction(const float* x, std::size_t n,
+                                                            std::size_t full_grid_threads) {
+  using acc = typename Op::acc;
+  constexpr std::size_t chunk = std::size_t(1) << 16;
+  const std::size_t chunks = n == 0 ? 0 : (n - 1) / chunk + 1;
+  reduction_example::expected<acc> e;
+  e.exact = Op::identity();
+  if constexpr (Op::kind == reduction_example::op_kind::sum) {
+    std::vector<double> sums(chunks), sums_abs(chunks);
+    curt_bench::for_chunks(n, chunk, [&](std::size_t begin, std::size_t end) {
+      double sum = 0.0, sum_abs = 0.0;
+      for (std::size_t i = begin; i < end; ++i) {
+        sum += x[i];
+        sum_abs += std::fabs(x[i]);
+      }
+      sums[begin / chunk] = sum;
+      sums_abs[begin / chunk] = sum_abs;
+    });
+    double sum_abs = 0.0;
+    for (std::size_t k = 0; k < chunks; ++k) {
+      e.sum += sums[k];
+      sum_abs += sums_abs[k];
+    }
+    const double h = static_cast<double>(curt::ceil_div(n, full_grid_threads) + 64);
+    e.bound = h * FLT_EPSILON * sum_abs;
+  } else {
+    std::vector<acc> results(chunks, Op::identity());
+    curt_bench::for_chunks(n, chunk, [&](std::size_t begin, std::size_t end) {
+      acc r = Op::identity();
+      for (std::size_t i = begin; i < end; ++i) {
+        if constexpr (Op::kind == reduction_example::op_kind::min) r = std::min(r, x[i]);
+        if constexpr (Op::kind == reduction_example::op_kind::max) r = std::max(r, x[i]);
+      }
+      results[begin / chunk] = r;
+    });
+    for (const acc r : results) {
+      if constexpr (Op::kind == reduction_example::op_kind::min) e.exact = std::min(e.exact, r);
+      if constexpr (Op::kind == reduction_example::op_kind::max) e.exact = std::max(e.exact, r);
+    }
+  }
+  return e;
+}
+
+// The lowest i in [0, n) for which bad(i), or n when there is none; checked on every core.
+template <class Bad>
+std::size_t first_bad(std::size_t n, std::size_t chunk, const Bad& bad) {
+  std::atomic<std::size_t> first{n};
+  curt_bench::for_chunks(n, chunk, [&](std::size_t begin, std::size_t end) {
+    if (begin >= first.load(std::memory_order_relaxed)) return;
+    for (std::size_t i = begin; i < end; ++i)
+      if (bad(i)) {
+        std::size_t seen = first.load();
+        while (i < seen && !first.compare_exchange_weak(seen, i)) {
+        }
+        return;
+      }
+  });
+  return first.load();
+}
+
+// Host memory for a result read back from the device, its pages touched once, in parallel.
+template <class T>
+host_array<T> result_buffer(std::size_t count) {
+  host_array<T> buffer(count);
+  T* data = buffer.data();
+  curt_bench::for_chunks(count, kChunk, [=](std::size_t begin, std::size_t end) {
+    std::memset(static_cast<void*>(data + begin), 0, (end - begin) * sizeof(T));
+  });
+  return buffer;
+}
+
 // ---- vec_add -------------------------------------------------------------------------------
 
 struct vec_add_problem {
   vec_add_problem()
-      : a(curt_example::random_values(kVecAddN, -1000.0f, 1000.0f)),
-        b(curt_example::random_values(kVecAddN, -1000.0f, 1000.0f)),
+      : a(uniform_floats(kVecAddN, -1000.0f, 1000.0f, "vec_add/a")),
+        b(uniform_floats(kVecAddN, -1000.0f, 1000.0f, "vec_add/b")),
         device_a(*g_device, kVecAddN),
         device_b(*g_device, kVecAddN),
         device_c(*g_device, kVecAddN),
@@ -146,16 +376,18 @@ struct vec_add_problem {
   }
   // c poisoned with NaN, one run, c compared with the CPU's a + b exactly (see the example).
   std::string check(const std::function<void(curt::stream_ref)>& launch) {
+    if (c.size() == 0) c = result_buffer<float>(kVecAddN);
     curt::fill(device_c, std::numeric_limits<float>::quiet_NaN(), *g_stream);
     launch(*g_stream);
-    std::vector<float> c(kVecAddN);
     curt::copy(c, device_c, *g_stream);
     g_stream->synchronize();
-    for (std::size_t i = 0; i < kVecAddN; ++i)
-      if (!(c[i] == a[i] + b[i])) return "vec_add: c[" + std::to_string(i) + "] is wrong";
+    const std::size_t bad =
+        first_bad(kVecAddN, kChunk, [this](std::size_t i) { return !(c[i] == a[i] + b[i]); });
+    if (bad < kVecAddN) return "vec_add: c[" + std::to_string(bad) + "] is wrong";
     return {};
   }
-  std::vector<float> a, b;
+  host_array<float> a, b;
+  host_array<float> c;  // a variant's result, read back for its check (made at the first)
   curt::device_buffer<float> device_a, device_b, device_c;
   unsigned fill_blocks, tile_blocks;
 };
@@ -185,7 +417,7 @@ void vec_add_bench(benchmark::State& state, vec_add_variant v, const std::string
     }
   };
   if (!checked_ok(state, name, [&] { return p.check(launch); })) return;
-  time_launches(state, 3 * kVecAddN * sizeof(float), launch);
+  time_launches(state, kVecAddBytes, launch);
 }
 
 // ---- Reductions ----------------------------------------------------------------------------
@@ -193,13 +425,11 @@ void vec_add_bench(benchmark::State& state, vec_add_variant v, const std::string
 // One random float input of the largest size (the reduction example's inputs: positive mean,
 // exponents -8..8); the smaller sizes reduce its first N elements.
 struct reduce_input {
-  reduce_input()
-      : host(reduction_example::random_input<float>(kReduceSizes[std::size(kReduceSizes) - 1])),
-        device(*g_device, host.size()) {
+  reduce_input() : host(reduction_floats(kReduceMax, "reduce")), device(*g_device, host.size()) {
     curt::copy(device, host, *g_stream);
     g_stream->synchronize();
   }
-  std::vector<float> host;
+  host_array<float> host;
   curt::device_buffer<float> device;
 };
 
@@ -210,11 +440,10 @@ reduce_input& reduce_data() {
 
 template <class Op>
 struct reduce_state {
-  reduce_state()
-      : reducer(*g_device, *g_stream, kReduceSizes[std::size(kReduceSizes) - 1]),
-        result(*g_device, 1) {}
+  reduce_state() : reducer(*g_device, *g_stream, kReduceMax), result(*g_device, 1) {}
   reduction_example::reducer<float, Op> reducer;
   curt::device_buffer<typename Op::acc> result;
+  std::map<std::size_t, reduction_example::expected<typename Op::acc>> want;  // per length
 };
 
 template <class Op>
@@ -238,23 +467,26 @@ void reduce_bench(benchmark::State& state, reduction_example::variant v, std::si
     std::array<typename Op::acc, 1> got{};
     curt::copy(got, r.result, *g_stream);
     g_stream->synchronize();
+    auto want = r.want.find(n);  // the CPU's answer, once per length for every variant
+    if (want == r.want.end())
+      want = r.want
+                 .emplace(n, cpu_reduction<Op>(in.host.data(), n, r.reducer.full_grid_threads()))
+                 .first;
     std::string detail;
-    const auto want =
-        reduction_example::reference<float, Op>(in.host.data(), n, r.reducer.full_grid_threads());
-    if (reduction_example::compare<float, Op>(got[0], want, detail)) return {};
+    if (reduction_example::compare<float, Op>(got[0], want->second, detail)) return {};
     return name + ": " + detail;
   });
   if (!good) return;
-  time_launches(state, n * sizeof(float), launch);
+  time_launches(state, reduce_bytes(n), launch);
 }
 
 // ---- Histogram -----------------------------------------------------------------------------
 
 struct histogram_input {
   explicit histogram_input(histogram_example::input_kind kind) : device(*g_device, kHistogramN) {
-    curt::pinned_buffer<unsigned char> host(*g_device, kHistogramN);
-    histogram_example::generate(kind, host.data(), kHistogramN);
-    want = histogram_example::cpu_histogram(host.data(), kHistogramN);
+    static host_array<unsigned char> host(kHistogramN);  // both inputs, one after the other
+    histogram_samples(kind, host.data(), kHistogramN);
+    want = cpu_histogram(host.data(), kHistogramN);
     curt::copy(device, host, *g_stream);
     g_stream->synchronize();
   }
@@ -316,21 +548,21 @@ void histogram_bench(benchmark::State& state, histogram_variant v,
     return {};
   });
   if (!good) return;
-  time_launches(state, kHistogramN + histogram_example::kBins * sizeof(unsigned), launch);
+  time_launches(state, kHistogramBytes, launch);
 }
 
 // ---- Transpose -----------------------------------------------------------------------------
 
 struct transpose_problem {
-  static constexpr std::size_t size = std::size_t(kTransposeSide) * kTransposeSide;
   transpose_problem()
-      : in(curt_example::random_values(size, -1.0f, 1.0f)),
-        device_in(*g_device, size),
-        device_out(*g_device, size) {
+      : in(uniform_floats(kTransposeN, -1.0f, 1.0f, "transpose")),
+        device_in(*g_device, kTransposeN),
+        device_out(*g_device, kTransposeN) {
     curt::copy(device_in, in, *g_stream);
     g_stream->synchronize();
   }
-  std::vector<float> in;
+  host_array<float> in;
+  host_array<float> out;  // a variant's result, read back for its check (made at the first)
   curt::device_buffer<float> device_in, device_out;
 };
 
@@ -348,28 +580,50 @@ void transpose_bench(benchmark::State& state, transpose_example::variant v,
                  side);
   };
   const bool good = checked_ok(state, name, [&]() -> std::string {
+    if (p.out.size() == 0) p.out = result_buffer<float>(kTransposeN);
     curt::fill(p.device_out, std::numeric_limits<float>::quiet_NaN(), *g_stream);
     launch(*g_stream);
-    std::vector<float> out(transpose_problem::size);
-    curt::copy(out, p.device_out, *g_stream);
+    curt::copy(p.out, p.device_out, *g_stream);
     g_stream->synchronize();
-    for (std::size_t r = 0; r < std::size_t(side); ++r)
-      for (std::size_t c = 0; c < std::size_t(side); ++c) {
-        const float want = p.in[r * side + c];
-        const float got = v.transposes ? out[c * side + r] : out[r * side + c];
-        if (std::memcmp(&got, &want, sizeof got) != 0)
-          return name + ": element (" + std::to_string(r) + ", " + std::to_string(c) + ") is wrong";
-      }
-    return {};
+    // Bit for bit, in 64 x 64 tiles (a transposed tile's reads stay in the cache), 64 rows of
+    // tiles per chunk; the first wrong element of the row-major order, if any.
+    constexpr std::size_t tile = 64;
+    const std::size_t n = std::size_t(side);
+    const float* in = p.in.data();
+    const float* out = p.out.data();
+    const bool transposes = v.transposes;
+    std::atomic<std::size_t> first{kTransposeN};
+    curt_bench::for_chunks(n, tile, [&](std::size_t r0, std::size_t r1) {
+      for (std::size_t c0 = 0; c0 < n; c0 += tile)
+        for (std::size_t r = r0; r < r1; ++r)
+          for (std::size_t c = c0; c < std::min(n, c0 + tile); ++c) {
+            const float want = in[r * n + c];
+            const float got = transposes ? out[c * n + r] : out[r * n + c];
+            if (std::memcmp(&got, &want, sizeof got) != 0) {
+              std::size_t seen = first.load();
+              const std::size_t at = r * n + c;
+              while (at < seen && !first.compare_exchange_weak(seen, at)) {
+              }
+            }
+          }
+    });
+    const std::size_t at = first.load();
+    if (at == kTransposeN) return {};
+    return name + ": element (" + std::to_string(at / n) + ", " + std::to_string(at % n) +
+           ") is wrong";
   });
   if (!good) return;
-  time_launches(state, 2 * transpose_problem::size * sizeof(float), launch);
+  time_launches(state, kTransposeBytes, launch);
 }
 
 // ---- Registration --------------------------------------------------------------------------
 
-void add(const std::string& name, std::function<void(benchmark::State&)> body) {
-  curt_bench::add(name, std::move(body), true)->MinTime(kMinTime);
+// A benchmark whose launches move `bytes` each. Google Benchmark counts the time reported per
+// iteration, one launch's, against MinTime, while an iteration runs launches_for(bytes) of them:
+// MinTime kMinTime / launches makes every run time at least kMinTime of GPU work.
+void add(const std::string& name, std::size_t bytes,
+         std::function<void(benchmark::State&)> body) {
+  curt_bench::add(name, std::move(body), true)->MinTime(kMinTime / launches_for(bytes));
 }
 
 template <class Op>
@@ -384,7 +638,8 @@ void add_reductions(const char* op_name) {
       const std::string name =
           std::string("kernel/reduce_") + op_name + "_float/" + v_name + "/" + std::to_string(n);
       const variant chosen = v;
-      add(name, [chosen, n, name](benchmark::State& s) { reduce_bench<Op>(s, chosen, n, name); });
+      add(name, reduce_bytes(n),
+          [chosen, n, name](benchmark::State& s) { reduce_bench<Op>(s, chosen, n, name); });
     }
 }
 
@@ -403,7 +658,8 @@ void setup(curt::device d) {
     const std::string name =
         std::string("kernel/vec_add/") + v_name + "/" + std::to_string(kVecAddN);
     const vec_add_variant chosen = v;
-    add(name, [chosen, name](benchmark::State& s) { vec_add_bench(s, chosen, name); });
+    add(name, kVecAddBytes,
+        [chosen, name](benchmark::State& s) { vec_add_bench(s, chosen, name); });
   }
 
   add_reductions<reduction_example::sum_of<float>>("sum");
@@ -420,7 +676,7 @@ void setup(curt::device d) {
       const std::string name = std::string("kernel/histogram/") + v_name + "/" +
                                histogram_example::name_of(kind) + "/" + std::to_string(kHistogramN);
       const histogram_variant chosen = v;
-      add(name,
+      add(name, kHistogramBytes,
           [chosen, kind, name](benchmark::State& s) { histogram_bench(s, chosen, kind, name); });
     }
 
@@ -438,7 +694,8 @@ void setup(curt::device d) {
   for (const auto& [v, v_name] : transpose_variants) {
     const std::string name = std::string("kernel/transpose/") + v_name + "/" + shape;
     const transpose_example::variant chosen = v;
-    add(name, [chosen, name](benchmark::State& s) { transpose_bench(s, chosen, name); });
+    add(name, kTransposeBytes,
+        [chosen, name](benchmark::State& s) { transpose_bench(s, chosen, name); });
   }
 }
 

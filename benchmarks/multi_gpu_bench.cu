@@ -14,28 +14,47 @@
 //        per-iteration curt_GBps / raw_GBps; higher is better; goal >= 0.9). The benchmark's
 //        own time is curt's GPU time (manual time) and bytes_per_second curt's bandwidth.
 //   multi_gpu/peer_copy_no_access/<direction>/<size>
-//        the same copies with peer access disabled both ways for the run (restored after): how
-//        the driver moves the bytes without it (staged, or over the link by the copy engines).
-//        Same counters; reported, no goal.
+//        the same copies with peer access disabled both ways while they run (enabled again for
+//        the other benchmarks and at the end; switched only when the next run needs the other
+//        state, since enabling maps every allocation of the peer): how the driver moves the
+//        bytes without it (staged, or over the link by the copy engines). Same counters;
+//        reported, no goal.
 //   multi_gpu/nccl_all_reduce/<size>               (built where NCCL is found)
 //        out-of-place float sum all-reduce over every local GPU (one communicator per device,
-//        ncclCommInitAll, one stream each), <size> per GPU: 1 MiB, 64 MiB, 1 GiB. Each timed
-//        region: a start event on device 0's stream that every other stream waits for, the
-//        group of all-reduces (kAllReduceRepeats[size] of them back to back), each other stream
-//        marked done and waited for by device 0's, which records the end: the time of the
-//        slowest rank. curt (curt::nccl_group + curt::all_reduce on curt spans and streams)
-//        against raw (ncclGroupStart + ncclAllReduce + ncclGroupEnd on the same buffers),
-//        alternating. Counters: ranks, raw_us, curt_us (per all-reduce), raw_algbw_GBps,
-//        curt_algbw_GBps (bytes per GPU / time), raw_busbw_GBps, curt_busbw_GBps (algBW *
-//        2 (n-1) / n, as nccl-tests), curt_over_raw (median of the per-iteration curt / raw bus
-//        bandwidths; goal >= 0.98).
+//        ncclCommInitAll, one stream each, made once per process), <size> per GPU: 1 MiB,
+//        64 MiB, 1 GiB. Each timed region: a start event on device 0's stream that every other
+//        stream waits for, the group of all-reduces (repeats_for(size) of them back to back:
+//        20, 4, 1), each other stream marked done and waited for by device 0's, which records
+//        the end: the time of the slowest rank. curt (curt::nccl_group + curt::all_reduce on
+//        curt spans and streams) against raw (ncclGroupStart + ncclAllReduce + ncclGroupEnd on
+//        the same buffers), alternating. Counters: ranks, raw_us, curt_us (per all-reduce),
+//        raw_algbw_GBps, curt_algbw_GBps (bytes per GPU / time), raw_busbw_GBps,
+//        curt_busbw_GBps (algBW * 2 (n-1) / n, as nccl-tests), curt_over_raw (median of the
+//        per-iteration curt / raw bus bandwidths; goal >= 0.98).
 //
-// Correctness is checked once per benchmark outside timing, both ways (raw and curt): a copy
-// of a random buffer must arrive byte for byte; an all-reduce must match a CPU sum over a slice
-// of random small integers (exact in float) and over elements each rank filled with rank + 1.
-// A mismatch fails the benchmark (SkipWithError).
+// Correctness is checked once per benchmark and process, outside timing, both ways (raw and
+// curt): a copy of random bytes (splitmix64, fixed seed, made on every core) must arrive byte for
+// byte (read back into a pinned buffer, compared on every core); an all-reduce must match a CPU
+// sum over a slice of random small integers (exact in float) and over elements each rank filled
+// with rank + 1. A mismatch fails the benchmark (SkipWithError); the verdict is kept for its
+// repetitions.
+//
+// MinTime: Google Benchmark counts the time an iteration reports, curt's GPU time of one copy or
+// one all-reduce, against MinTime, while an iteration also runs raw's and, for an all-reduce,
+// repeats of each. MinTime is 0.25 s / repeats: every run times at least 0.25 s of curt's GPU
+// work and as much of raw's. (The default 0.5 s made a run of the 1 MiB all-reduce, 2 x 20 of
+// them per iteration, last about 30 s, and its first repetition, which also finds the iteration
+// count, 40 s.) It is set per benchmark: --benchmark_min_time does not change it.
+// Setup makes nothing big: the copies' buffers (a 1 GiB source and destination on each
+// device, the random bytes, the pinned buffer) are made by the first peer copy run, the
+// communicators with their streams and buffers (2 GiB per device) by the first all-reduce run,
+// and both kept for the process; a --benchmark_filter that selects one kind makes only that one.
 //
 //   multi_gpu_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+// How long, estimated for the two-H200 machine (not yet measured there): the timed runs take
+// about 16 s for one repetition of everything, 40 s for 3 and 60 s for 5 (with random
+// interleaving or without), plus a few seconds per process for the contexts, NCCL's
+// initialization, the random bytes and the checks (about 17 GiB read back in all).
 // The console table is followed by a summary (bandwidths, ratios, goals). With one device it
 // registers nothing, says so on stderr and exits 0 (scripts/bench.sh reads 77 as "no device at
 // all" and stops the whole suite); exit code 77 when there is no device.
@@ -57,6 +76,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -78,6 +98,8 @@ constexpr std::size_t kCopySizes[] = {64 * kMiB, kGiB};
 constexpr std::size_t kCopyMax = kGiB;
 constexpr double kPeerGoal = 0.9;   // curt / raw peer copy bandwidth, at least
 constexpr double kNcclGoal = 0.98;  // curt / raw all-reduce bus bandwidth, at least
+constexpr double kMinTime = 0.25;   // seconds of curt's GPU time per benchmark run (see setup())
+constexpr std::size_t kWordsPerChunk = std::size_t(1) << 20;  // host-side work per chunk
 
 using curt_bench::median_of;
 
@@ -86,18 +108,33 @@ std::string size_name(std::size_t bytes) {
                        : std::to_string(bytes / kMiB) + "MiB";
 }
 
-// splitmix64: fast enough to fill a GiB in well under a second.
-void fill_random(std::vector<unsigned char>& bytes, std::uint64_t seed) {
-  std::uint64_t x = seed;
-  std::size_t i = 0;
-  for (; i + 8 <= bytes.size(); i += 8) {
-    std::uint64_t z = (x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    std::memcpy(bytes.data() + i, &z, 8);
-  }
-  for (; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(x >> (i % 8));
+// The splitmix64 stream seeded with `seed`, word by word in little-endian order (the bytes a
+// loop of splitmix64 draws would write), made in parallel (curt_bench::random_word).
+void fill_random(curt_bench::host_array<unsigned char>& bytes, std::uint64_t seed) {
+  unsigned char* out = bytes.data();
+  const std::size_t n = bytes.size();
+  curt_bench::for_chunks((n + 7) / 8, kWordsPerChunk, [=](std::size_t begin, std::size_t end) {
+    for (std::size_t w = begin; w < end; ++w) {
+      const std::uint64_t word = curt_bench::random_word(seed, w);
+      unsigned char* at = out + 8 * w;
+      if (8 * w + 8 <= n) {
+        for (std::size_t k = 0; k < 8; ++k) at[k] = static_cast<unsigned char>(word >> (8 * k));
+      } else {  // the last word, in part
+        for (std::size_t k = 0; 8 * w + k < n; ++k)
+          at[k] = static_cast<unsigned char>(word >> (8 * k));
+      }
+    }
+  });
+}
+
+// Whether a[0, n) and b[0, n) hold the same bytes, compared on every core.
+bool same_bytes(const unsigned char* a, const unsigned char* b, std::size_t n) {
+  std::atomic<bool> same{true};
+  curt_bench::for_chunks(n, 8 * kWordsPerChunk, [&](std::size_t begin, std::size_t end) {
+    if (same.load(std::memory_order_relaxed) && std::memcmp(a + begin, b + begin, end - begin) != 0)
+      same.store(false);
+  });
+  return same.load();
 }
 
 // What a benchmark run found when it checked its results: empty when right. Checked once per
@@ -124,14 +161,50 @@ const char* direction_name(direction d) {
   return d == direction::d0to1 ? "0to1" : d == direction::d1to0 ? "1to0" : "bidirectional";
 }
 
+// Peer access between devices 0 and 1 as each benchmark needs it: as setup() left it (enabled
+// both ways where the devices can) for peer_copy and the all-reduce, disabled both ways for
+// peer_copy_no_access. Switched only when a benchmark needs the other state (enabling maps all
+// of the peer's allocations, GiBs here), not at every run; restore() puts back what disable()
+// found enabled.
+class peer_access_state {
+ public:
+  void disable() {
+    if (disabled_) return;
+    const curt::device d0(0), d1(1);
+    was01_ = curt::disable_peer_access(d0, d1);
+    was10_ = curt::disable_peer_access(d1, d0);
+    disabled_ = true;
+  }
+  void restore() {
+    if (!disabled_) return;
+    disabled_ = false;
+    const curt::device d0(0), d1(1);
+    if (was01_) (void)curt::enable_peer_access(d0, d1);
+    if (was10_) (void)curt::enable_peer_access(d1, d0);
+  }
+  // What setup() enabled for the program (each scope disables at its end what it enabled).
+  std::optional<curt::peer_access_scope> access01, access10;
+
+ private:
+  bool disabled_ = false;
+  bool was01_ = false, was10_ = false;
+};
+
+peer_access_state& peer_access() {
+  static peer_access_state state;
+  return state;
+}
+
+// The copies' buffers, streams and events, and the random bytes the sources hold; made by the
+// first peer copy benchmark to run and kept for the program.
 struct peer_context {
   curt::device dev[2];
   curt::stream stream[2];
   curt::device_buffer<unsigned char> src[2];  // src[i] on device i
   curt::device_buffer<unsigned char> dst[2];  // dst[i] on device i
   device_events events[2];
-  std::vector<unsigned char> random;  // kCopyMax random bytes, what src[0] and src[1] hold
-  std::optional<curt::peer_access_scope> access01, access10;
+  curt_bench::host_array<unsigned char> random;  // kCopyMax random bytes: src[0] and src[1]
+  curt::pinned_buffer<unsigned char> back;       // a check's copy of what arrived
 
   peer_context(curt::device d0, curt::device d1)
       : dev{d0, d1},
@@ -141,10 +214,14 @@ struct peer_context {
         dst{curt::device_buffer<unsigned char>(d0, kCopyMax),
             curt::device_buffer<unsigned char>(d1, kCopyMax)},
         events{device_events(d0), device_events(d1)},
-        random(kCopyMax) {
+        random(kCopyMax),
+        back(d0, kCopyMax, curt::pinned_flags::portable) {
     fill_random(random, 0x5eed1234abcdull);
     curt::copy(src[0], random);
     curt::copy(src[1], random);
+    // Warm-up: the first copies each way pay for lazy setup in the driver.
+    for (int i = 0; i < 2; ++i)
+      for (bool use_curt : {false, true}) (void)time(direction::both, 64 * kMiB, use_curt);
   }
 
   // Copies `bytes` from src[from] to dst[1 - from] on the source device's stream.
@@ -190,7 +267,6 @@ struct peer_context {
 
   // Each way once on zeroed destinations: every byte must arrive. Empty when all did.
   std::string check(direction d, std::size_t bytes) {
-    std::vector<unsigned char> back(bytes);
     for (bool use_curt : {false, true}) {
       for (int i = 0; i < 2; ++i) {
         curt::device_guard guard(dev[i]);
@@ -201,8 +277,8 @@ struct peer_context {
       for (int from = 0; from < 2; ++from) {
         if ((d == direction::d0to1 && from == 1) || (d == direction::d1to0 && from == 0)) continue;
         const int to = 1 - from;
-        curt::copy(back, curt::span(std::as_const(dst[to]), 0, bytes));
-        if (std::memcmp(back.data(), random.data(), bytes) != 0)
+        curt::copy(curt::span(back, 0, bytes), curt::span(std::as_const(dst[to]), 0, bytes));
+        if (!same_bytes(back.data(), random.data(), bytes))
           return std::string(use_curt ? "curt::copy" : "cudaMemcpyPeerAsync") + " from device " +
                  std::to_string(from) + " to " + std::to_string(to) + " of " + size_name(bytes) +
                  ": the bytes that arrived differ from those sent";
@@ -212,38 +288,23 @@ struct peer_context {
   }
 };
 
-std::unique_ptr<peer_context> gp;  // set up by setup(), destroyed by main() after the run
+std::unique_ptr<peer_context> gp;  // made by the first peer copy run, destroyed by main()
 
-// Disables peer access both ways for a scope and restores what was enabled.
-class no_peer_access {
- public:
-  explicit no_peer_access(curt::device d0, curt::device d1) : d0_(d0), d1_(d1) {
-    was01_ = curt::disable_peer_access(d0, d1);
-    was10_ = curt::disable_peer_access(d1, d0);
-  }
-  ~no_peer_access() {
-    try {
-      if (was01_) (void)curt::enable_peer_access(d0_, d1_);
-      if (was10_) (void)curt::enable_peer_access(d1_, d0_);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "multi_gpu_bench: restoring peer access: %s\n", e.what());
-    }
-  }
-  no_peer_access(const no_peer_access&) = delete;
-  no_peer_access& operator=(const no_peer_access&) = delete;
-
- private:
-  curt::device d0_, d1_;
-  bool was01_ = false, was10_ = false;
-};
+peer_context& peer_data() {
+  if (!gp) gp = std::make_unique<peer_context>(curt::device(0), curt::device(1));
+  return *gp;
+}
 
 void peer_copy(benchmark::State& state, direction d, std::size_t bytes, bool access) {
-  std::optional<no_peer_access> without;
-  if (!access) without.emplace(gp->dev[0], gp->dev[1]);
+  if (access)
+    peer_access().restore();
+  else
+    peer_access().disable();
+  peer_context& p = peer_data();
   const std::string key = std::string(access ? "peer_copy/" : "peer_copy_no_access/") +
                           direction_name(d) + "/" + size_name(bytes);
   auto found = checked().find(key);
-  if (found == checked().end()) found = checked().emplace(key, gp->check(d, bytes)).first;
+  if (found == checked().end()) found = checked().emplace(key, p.check(d, bytes)).first;
   if (!found->second.empty()) {
     state.SkipWithError(found->second.c_str());
     return;
@@ -255,11 +316,11 @@ void peer_copy(benchmark::State& state, direction d, std::size_t bytes, bool acc
     (void)_;
     double r = 0.0, c = 0.0;
     if (raw_first) {
-      r = gp->time(d, bytes, false);
-      c = gp->time(d, bytes, true);
+      r = p.time(d, bytes, false);
+      c = p.time(d, bytes, true);
     } else {
-      c = gp->time(d, bytes, true);
-      r = gp->time(d, bytes, false);
+      c = p.time(d, bytes, true);
+      r = p.time(d, bytes, false);
     }
     raw_first = !raw_first;
     state.SetIterationTime(c);
@@ -401,21 +462,32 @@ struct nccl_context {
   }
 };
 
-std::unique_ptr<nccl_context> gn;  // set up by setup(), destroyed by main() after the run
+std::unique_ptr<nccl_context> gn;  // made by the first all-reduce run, destroyed by main()
+
+nccl_context& nccl_data() {
+  if (!gn) {
+    std::vector<curt::device> all;
+    for (curt::device d : curt::devices()) all.push_back(d);
+    gn = std::make_unique<nccl_context>(std::move(all));
+  }
+  return *gn;
+}
 
 void nccl_all_reduce(benchmark::State& state, std::size_t bytes) {
+  peer_access().restore();  // NCCL's transports between devices 0 and 1 may use it
+  nccl_context& g = nccl_data();
   const std::size_t count = bytes / sizeof(float);
   const int repeats = repeats_for(bytes);
   const std::string key = "nccl_all_reduce/" + size_name(bytes);
   auto found = checked().find(key);
-  if (found == checked().end()) found = checked().emplace(key, gn->check(count)).first;
+  if (found == checked().end()) found = checked().emplace(key, g.check(count)).first;
   if (!found->second.empty()) {
     state.SkipWithError(found->second.c_str());
     return;
   }
-  (void)gn->time(count, repeats, false);  // warm: NCCL's first call of a size sets up
-  (void)gn->time(count, repeats, true);
-  const double n = static_cast<double>(gn->ranks());
+  (void)g.time(count, repeats, false);  // warm: NCCL's first call of a size sets up
+  (void)g.time(count, repeats, true);
+  const double n = static_cast<double>(g.ranks());
   const double bus_factor = 2.0 * (n - 1.0) / n;
   std::vector<double> raw_us, curt_us, raw_alg, curt_alg, ratio;
   bool raw_first = true;
@@ -423,11 +495,11 @@ void nccl_all_reduce(benchmark::State& state, std::size_t bytes) {
     (void)_;
     double r = 0.0, c = 0.0;
     if (raw_first) {
-      r = gn->time(count, repeats, false) / repeats;
-      c = gn->time(count, repeats, true) / repeats;
+      r = g.time(count, repeats, false) / repeats;
+      c = g.time(count, repeats, true) / repeats;
     } else {
-      c = gn->time(count, repeats, true) / repeats;
-      r = gn->time(count, repeats, false) / repeats;
+      c = g.time(count, repeats, true) / repeats;
+      r = g.time(count, repeats, false) / repeats;
     }
     raw_first = !raw_first;
     state.SetIterationTime(c);
@@ -454,6 +526,9 @@ void nccl_all_reduce(benchmark::State& state, std::size_t bytes) {
 // ---------------------------------------------------------------------------------------------
 // Setup and summary
 
+// Registers the benchmarks (MinTime: see the file's comment) and enables peer access; makes
+// nothing big: the peer copies' buffers and the NCCL communicators are made by the first run
+// that needs them.
 void setup(curt::device) {
   const int count = curt::device_count();
   if (count < 2) {
@@ -465,20 +540,15 @@ void setup(curt::device) {
   }
   const curt::device d0(0), d1(1);
 #if CURT_BENCH_HAS_NCCL
-  // First: NCCL may enable peer access itself, which the peer scopes then leave as it is.
-  {
-    std::vector<curt::device> all;
-    for (curt::device d : curt::devices()) all.push_back(d);
-    gn = std::make_unique<nccl_context>(std::move(all));
-    benchmark::AddCustomContext("curt_nccl_version", std::to_string(curt::nccl_version()));
-    benchmark::AddCustomContext("curt_nccl_ranks", std::to_string(gn->ranks()));
-  }
+  benchmark::AddCustomContext("curt_nccl_version", std::to_string(curt::nccl_version()));
+  benchmark::AddCustomContext("curt_nccl_ranks", std::to_string(count));  // every device
 #endif
-  gp = std::make_unique<peer_context>(d0, d1);
+  // Peer access for the program, enabled before the big allocations (NCCL, made later, finds it
+  // enabled and leaves it so).
   const bool peer = curt::can_access_peer(d0, d1) && curt::can_access_peer(d1, d0);
   if (peer) {
-    gp->access01.emplace(d0, d1);
-    gp->access10.emplace(d1, d0);
+    peer_access().access01.emplace(d0, d1);
+    peer_access().access10.emplace(d1, d0);
     const curt::peer_link link = curt::peer_attributes(d0, d1);
     benchmark::AddCustomContext("curt_peer_link",
                                 "performance rank " + std::to_string(link.performance_rank) +
@@ -499,19 +569,18 @@ void setup(curt::device) {
             std::string("multi_gpu/") + (access ? "peer_copy/" : "peer_copy_no_access/") +
                 direction_name(d) + "/" + size_name(bytes),
             [d, bytes, access](benchmark::State& state) { peer_copy(state, d, bytes, access); },
-            true);
+            true)
+            ->MinTime(kMinTime);
   }
 #if CURT_BENCH_HAS_NCCL
   for (std::size_t bytes : kReduceSizes)
     add(
         "multi_gpu/nccl_all_reduce/" + size_name(bytes),
-        [bytes](benchmark::State& state) { nccl_all_reduce(state, bytes); }, true);
+        [bytes](benchmark::State& state) { nccl_all_reduce(state, bytes); }, true)
+        ->MinTime(kMinTime / repeats_for(bytes));
 #else
   std::fprintf(stderr, "multi_gpu_bench: built without NCCL: no all-reduce benchmark\n");
 #endif
-  // Warm-up: the first copies each way pay for lazy setup in the driver.
-  for (int i = 0; i < 2; ++i)
-    for (bool use_curt : {false, true}) (void)gp->time(direction::both, 64 * kMiB, use_curt);
 }
 
 // The console table, then each benchmark's bandwidths, ratio and goal (medians over the
@@ -577,16 +646,27 @@ class multi_gpu_summary : public benchmark::ConsoleReporter {
 
 int main(int argc, char** argv) {
   const int status = curt_bench::run<multi_gpu_summary>(argc, argv, "multi_gpu_bench", setup);
-  // Before the runtime's own teardown at exit: peer scopes (disable what they enabled), buffers,
-  // then the communicators (ncclCommDestroy).
-  try {
-    gp.reset();
+  // Before the runtime's own teardown at exit: peer access put back as setup() left it, the
+  // communicators (ncclCommDestroy), the copies' buffers, then the peer scopes (they disable
+  // what they enabled).
+  int teardown = 0;
+  const auto step = [&teardown](const char* what, auto&& action) {
+    try {
+      action();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "multi_gpu_bench: teardown, %s: %s\n", what, e.what());
+      teardown = 1;
+    }
+  };
+  step("restoring peer access", [] { peer_access().restore(); });
 #if CURT_BENCH_HAS_NCCL
-    gn.reset();
+  step("the communicators", [] { gn.reset(); });
 #endif
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "multi_gpu_bench: teardown: %s\n", e.what());
-    return 1;
-  }
+  step("the peer copies' buffers", [] { gp.reset(); });
+  step("the peer access scopes", [] {
+    peer_access().access10.reset();
+    peer_access().access01.reset();
+  });
+  if (teardown != 0) return 1;
   return status;
 }
