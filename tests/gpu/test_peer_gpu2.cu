@@ -82,6 +82,28 @@ std::vector<T> download(const Range& range, curt::stream_ref stream) {
   return host;
 }
 
+// Whether devices 0 and 1 have a peer path both ways; where not, warns that the test case has
+// nothing to do and why (`needed_for` says what it needs the path for).
+bool peer_path_or_warn(const char* needed_for) {
+  if (peer_path()) return true;
+  WARN("devices 0 and 1 have no peer path" << needed_for);
+  return false;
+}
+
+// Random inputs of write_remote then read_remote (device 0's kernels on memory of device 1):
+// x, the coefficients, and what comes back, a * (x - c) + b.
+struct remote_round_trip {
+  int n = random_size();
+  std::size_t count = static_cast<std::size_t>(n);
+  float a = random_coefficient(), b = random_coefficient(), c = random_coefficient();
+  std::vector<float> x = curt_test::random_floats(count, 5.0f, 10.0f);  // no result near 0
+  std::vector<float> want() const {
+    std::vector<float> w(count);
+    for (std::size_t i = 0; i < count; ++i) w[i] = a * (x[i] - c) + b;
+    return w;
+  }
+};
+
 void thread_require(bool ok, const char* what, int line) {
   if (!ok) throw std::runtime_error("line " + std::to_string(line) + ": required " + what);
 }
@@ -133,10 +155,7 @@ TEST_CASE("peer access queries, link attributes and atomic capabilities") {
 TEST_CASE("enable and disable are idempotent, and peer_access_scope disables only what it "
           "enabled") {
   REQUIRE(curt::device_count() >= 2);
-  if (!peer_path()) {
-    WARN("devices 0 and 1 have no peer path: nothing to enable");
-    return;
-  }
+  if (!peer_path_or_warn(": nothing to enable")) return;
   curt::device d0(0), d1(1);
   // Observed on a fresh thread (no context), asserted here.
   std::vector<int> answers;
@@ -183,10 +202,7 @@ TEST_CASE("enable and disable are idempotent, and peer_access_scope disables onl
 
 TEST_CASE("a user's context stays current through enable and disable") {
   REQUIRE(curt::device_count() >= 2);
-  if (!peer_path()) {
-    WARN("devices 0 and 1 have no peer path");
-    return;
-  }
+  if (!peer_path_or_warn("")) return;
   curt::device d0(0), d1(1);
   CUcontext before = nullptr, after_enable = nullptr, after_disable = nullptr;
   bool enabled = false, disabled = false;
@@ -245,10 +261,7 @@ TEST_CASE("peer copies both ways, without and with peer access, match the data")
 
 TEST_CASE("a kernel on device 0 reads, writes and atomically updates device 1's memory") {
   REQUIRE(curt::device_count() >= 2);
-  if (!peer_path()) {
-    WARN("devices 0 and 1 have no peer path: kernels cannot address each other's memory");
-    return;
-  }
+  if (!peer_path_or_warn(": kernels cannot address each other's memory")) return;
   curt::device d0(0), d1(1);
   const curt::peer_link link = curt::peer_attributes(d0, d1);
   curt::peer_access_scope access(d0, d1);
@@ -300,10 +313,7 @@ TEST_CASE("a kernel on device 0 reads, writes and atomically updates device 1's 
 
 TEST_CASE("a pool on device 1, made accessible to device 0, serves a kernel on device 0") {
   REQUIRE(curt::device_count() >= 2);
-  if (!peer_path()) {
-    WARN("devices 0 and 1 have no peer path: a pool of one cannot be accessible to the other");
-    return;
-  }
+  if (!peer_path_or_warn(": a pool of one cannot be accessible to the other")) return;
   curt::device d0(0), d1(1);
   // Pool access is apart from peer access: it works with peer access disabled.
   (void)curt::disable_peer_access(d0, d1);
@@ -350,47 +360,40 @@ TEST_CASE("a pool on device 1, made accessible to device 0, serves a kernel on d
 // Programming Guide 4.2.5.6: graph memory of one device, mapped for another's kernels.
 TEST_CASE("a graph's memory on device 1, mapped for device 0, serves device 0's kernel nodes") {
   REQUIRE(curt::device_count() >= 2);
-  if (!peer_path()) {
-    WARN("devices 0 and 1 have no peer path: graph memory of one cannot be mapped for the other");
-    return;
-  }
+  if (!peer_path_or_warn(": graph memory of one cannot be mapped for the other")) return;
   curt::device d0(0), d1(1);
   (void)curt::disable_peer_access(d0, d1);  // the mapping is apart from peer access
-  const int n = random_size();
-  const std::size_t count = static_cast<std::size_t>(n);
-  const float a = random_coefficient(), b = random_coefficient(), c = random_coefficient();
-  const std::vector<float> x = curt_test::random_floats(count, 5.0f, 10.0f);
-  std::vector<float> want(count);
-  for (std::size_t i = 0; i < count; ++i) want[i] = a * (x[i] - c) + b;
+  const remote_round_trip r;
+  const int n = r.n;
 
   curt::stream s0(d0);
-  curt::device_buffer<float> in(d0, count), out(d0, count);
-  curt::copy(in, x, s0);
+  curt::device_buffer<float> in(d0, r.count), out(d0, r.count);
+  curt::copy(in, r.x, s0);
   curt::graph g = curt::graph::create();
   // Device 1 is resident (its entry is ignored), device 0 is named twice (once counts).
-  auto remote = curt::add_allocation_node<float>(g, {}, d1, count, {d0, d1, d0});
+  auto remote = curt::add_allocation_node<float>(g, {}, d1, r.count, {d0, d1, d0});
   REQUIRE(remote.data() != nullptr);
   curt::graph_node written, read;
   {
     curt::device_guard on_device0(d0);  // kernel nodes run on the device they are added for
     written = curt::add_kernel_node(g, {remote}, config_for(n), write_remote,
-                                    static_cast<const float*>(in.data()), remote.data(), n, c);
+                                    static_cast<const float*>(in.data()), remote.data(), n, r.c);
     read = curt::add_kernel_node(g, {written}, config_for(n), read_remote,
-                                 static_cast<const float*>(remote.data()), out.data(), n, a, b);
+                                 static_cast<const float*>(remote.data()), out.data(), n, r.a, r.b);
   }
   (void)curt::add_free_node(g, {read}, remote);
   curt::graph_exec exec = g.instantiate();
   for (int launch = 0; launch < 2; ++launch) {  // the mapping holds at every launch
     curt::memset(out, 0xFF, s0);
     exec.launch(s0);
-    curt_test::require_close_all(download<float>(out, s0), want);
+    curt_test::require_close_all(download<float>(out, s0), r.want());
   }
 
   // A device that does not exist is refused before CUDA adds the node, and the graph is unchanged.
   const std::size_t nodes = g.node_count();
   const curt::device missing = curt::device::from_ordinal_unchecked(curt::device_count() + 3);
   curt_test::require_any_cuda_error(
-      [&] { (void)curt::add_allocation_node<float>(g, {}, d1, count, {missing}); },
+      [&] { (void)curt::add_allocation_node<float>(g, {}, d1, r.count, {missing}); },
       {"cudaDeviceCanAccessPeer", std::to_string(missing.ordinal()).c_str()});
   CHECK(g.node_count() == nodes);
   CHECK(cudaGetLastError() == cudaSuccess);
@@ -398,33 +401,26 @@ TEST_CASE("a graph's memory on device 1, mapped for device 0, serves device 0's 
 
 TEST_CASE("a captured pool allocation keeps the access its pool gave when it was captured") {
   REQUIRE(curt::device_count() >= 2);
-  if (!peer_path()) {
-    WARN("devices 0 and 1 have no peer path: a pool of one cannot be accessible to the other");
-    return;
-  }
+  if (!peer_path_or_warn(": a pool of one cannot be accessible to the other")) return;
   curt::device d0(0), d1(1);
   (void)curt::disable_peer_access(d0, d1);
-  const int n = random_size();
-  const std::size_t count = static_cast<std::size_t>(n);
-  const float a = random_coefficient(), b = random_coefficient(), c = random_coefficient();
-  const std::vector<float> x = curt_test::random_floats(count, 5.0f, 10.0f);
-  std::vector<float> want(count);
-  for (std::size_t i = 0; i < count; ++i) want[i] = a * (x[i] - c) + b;
+  const remote_round_trip r;
+  const int n = r.n;
 
   curt::memory_pool pool(curt::memory_pool_properties::device(d1));
   pool.set_access(d0, curt::pool_access::read_write);
   curt::stream s0(d0), s1(d1);
-  curt::device_buffer<float> in(d0, count), out(d0, count);
-  curt::copy(in, x, s0);
+  curt::device_buffer<float> in(d0, r.count), out(d0, r.count);
+  curt::copy(in, r.x, s0);
   s0.synchronize();
   curt::capture_scope scope(s1);
   {
-    curt::async_buffer<float> remote = pool.allocate<float>(count, s1);  // an allocation node
+    curt::async_buffer<float> remote = pool.allocate<float>(r.count, s1);  // an allocation node
     s0.wait(s1);  // device 0's stream joins the capture
     curt::launch(s0, config_for(n), write_remote, static_cast<const float*>(in.data()),
-                 remote.data(), n, c);
+                 remote.data(), n, r.c);
     curt::launch(s0, config_for(n), read_remote, static_cast<const float*>(remote.data()),
-                 out.data(), n, a, b);
+                 out.data(), n, r.a, r.b);
     s1.wait(s0);  // the free node (the buffer's destructor) comes after device 0's kernels
   }
   curt::graph g = scope.end();
@@ -435,7 +431,7 @@ TEST_CASE("a captured pool allocation keeps the access its pool gave when it was
   s0.synchronize();
   exec.launch(s1);
   s1.synchronize();
-  curt_test::require_close_all(download<float>(out, s0), want);
+  curt_test::require_close_all(download<float>(out, s0), r.want());
 }
 
 TEST_CASE("peer errors say what is wrong", "[api-error]") {
