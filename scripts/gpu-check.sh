@@ -101,7 +101,9 @@ if cc -shared -fPIC -O1 -o "$logs/segv_backtrace.so" "$root/scripts/segv_backtra
     >"$logs/segv_backtrace.log" 2>&1; then
   preload=$logs/segv_backtrace.so${preload:+:$preload}
 fi
-rm -f "$logs"/sanitizer-*.reruns "$logs"/sanitizer-*.left-out
+# A log folder used before (the default one is) must not lend this run its results.
+rm -f "$logs"/sanitizer-*.reruns "$logs"/sanitizer-*.left-out "$logs"/sanitizer-*.log \
+  "$logs"/sanitizer-*.result "$logs"/sanitizer-*.sanitizer-crash
 sanitizer_crashed() {  # LOG: did the sanitizer, not the program, crash?
   grep -A4 '^\[segv_backtrace\]' "$1" | grep -v -e segv_backtrace -e 'libc\.so' | head -n 1 |
     grep -q libsanitizer-collection
@@ -157,17 +159,26 @@ elif command -v compute-sanitizer >/dev/null 2>&1; then
     for tool in "${tools[@]}"; do
       while [ "$(jobs -rp | wc -l)" -ge "$pool" ]; do wait -n; done
       log="$logs/sanitizer-$tool-$(basename "$exe").log"
-      ( sanitize_once_more "$tool" "$exe" "$log" && echo PASS >"$log.result" || echo FAIL >"$log.result" ) &
+      ( begin=$SECONDS
+        sanitize_once_more "$tool" "$exe" "$log" && result=PASS || result=FAIL
+        echo "$result $((SECONDS - begin))" >"$log.result" ) &
     done
   done
   wait
+  summary+=("$(printf '%-44s %-4s %5ss' "compute-sanitizer, $pool runs at a time" '' $((SECONDS - start)))")
   for tool in "${tools[@]}"; do
     bad=$(grep -l FAIL "$logs"/sanitizer-"$tool"-*.result 2>/dev/null | sed 's#.*/sanitizer-[a-z]*-##; s#\.log\.result##' | tr '\n' ' ')
+    # The tool's own time: the sum of its runs' (they overlap with each other and other tools').
+    seconds=$(cat "$logs"/sanitizer-"$tool"-*.result 2>/dev/null | awk '{s += $2} END {print s + 0}')
+    for exe in "${ordered[@]}"; do  # a run that left no result (killed) fails too
+      [ -z "$exe" ] || [ -f "$logs/sanitizer-$tool-$(basename "$exe").log.result" ] ||
+        bad+="$(basename "$exe") (no result) "
+    done
     result=PASS
     if [ -n "$bad" ]; then result=FAIL; failed=1; fi
     reruns=$(cat "$logs/sanitizer-$tool.reruns" 2>/dev/null | tr '\n' ' ')
     left_out=$(cat "$logs/sanitizer-$tool.left-out" 2>/dev/null | tr '\n' ' ')
-    summary+=("$(printf '%-44s %-4s %5ss %s' "sanitizer $tool (${#executables[@]} programs)" "$result" $((SECONDS - start)) "$bad${reruns:+ (rerun after a sanitizer crash: $reruns)}${left_out:+ (not run by this tool: $left_out)}")")
+    summary+=("$(printf '%-44s %-4s %5ss %s' "sanitizer $tool (${#executables[@]} programs, run-seconds)" "$result" "$seconds" "$bad${reruns:+ (rerun after a sanitizer crash: $reruns)}${left_out:+ (not run by this tool: $left_out)}")")
     echo "[$result] sanitizer $tool $bad"
   done
 else

@@ -389,7 +389,9 @@ class nccl_runtime_device_keeper {
 class nccl_context_keeper {
  public:
   nccl_context_keeper() noexcept { saved_ = now(); }
-  ~nccl_context_keeper() {
+  ~nccl_context_keeper() { restore(); }
+  /// Puts the context back now (an nccl_group's end, before its scope ends).
+  void restore() noexcept {
     if (now() != saved_) (void)CURT_DETAIL_DRIVER_FUNCTION(cuCtxSetCurrent, 4000)(saved_);
   }
   nccl_context_keeper(const nccl_context_keeper&) = delete;
@@ -403,6 +405,13 @@ class nccl_context_keeper {
   }
   CUcontext saved_ = nullptr;
 };
+
+/// How many curt::nccl_group scopes this thread has open (ncclCommAbort inside one is deferred
+/// by NCCL to the group's end).
+inline int& nccl_group_depth() noexcept {
+  thread_local int depth = 0;
+  return depth;
+}
 
 }  // namespace detail
 
@@ -538,6 +547,14 @@ class nccl_communicator : public nccl_communicator_ref {
   /// nccl_error if NCCL reports a failure (the communicator is gone all the same).
   void abort() {
     ncclComm_t comm = native("abort()");
+    if (CURT_UNLIKELY(detail::nccl_group_depth() != 0))
+      detail::raise(cudaErrorNotPermitted,
+                    "curt::nccl_communicator::abort() (rank " + std::to_string(rank_) + " of " +
+                        std::to_string(size_) + " on device " + std::to_string(ordinal_) + ")",
+                    "this thread is inside an nccl_group, where NCCL defers an abort to the "
+                    "group's end, and a cancelled group drops it: abort outside the group (or "
+                    "from another thread). Nothing was aborted",
+                    __FILE__, __LINE__);
     comm_ = state(detail::handle_state::empty);
     detail::check_nccl(abort_native(comm, ordinal_),
                        [&] { return "ncclCommAbort(rank " + std::to_string(rank_) + " of " +
@@ -623,6 +640,7 @@ class nccl_group {
   nccl_group() : uncaught_(std::uncaught_exceptions()) {
     detail::check_nccl(ncclGroupStart(), [] { return std::string("ncclGroupStart()"); },
                        __FILE__, __LINE__);
+    ++detail::nccl_group_depth();
   }
   ~nccl_group() {
     if (!open_) return;
@@ -630,8 +648,7 @@ class nccl_group {
       cancel();
       return;
     }
-    open_ = false;
-    ncclResult_t result = ncclGroupEnd();
+    ncclResult_t result = close(ncclGroupEnd());
     if (result != ncclSuccess) {
       try {
         throw nccl_error(std::error_code(static_cast<int>(result), nccl_category()),
@@ -646,22 +663,30 @@ class nccl_group {
   /// (then none was launched).
   void end() {
     if (!open_) return;
-    open_ = false;
-    detail::check_nccl(ncclGroupEnd(), [] { return std::string("ncclGroupEnd()"); }, __FILE__,
-                       __LINE__);
+    detail::check_nccl(close(ncclGroupEnd()), [] { return std::string("ncclGroupEnd()"); },
+                       __FILE__, __LINE__);
   }
   /// Ends the group now without launching any of its collectives (see above): for a program that
   /// finds, after issuing some, that it must not go on. Nothing is thrown or reported.
   void cancel() noexcept {
     if (!open_) return;
-    open_ = false;
     detail::nccl_cancel_group();
-    (void)ncclGroupEnd();  // returns the cancellation's ncclInvalidArgument (or an earlier error)
+    // ncclGroupEnd returns the cancellation's ncclInvalidArgument (or an earlier error).
+    (void)close(ncclGroupEnd());
   }
   nccl_group(const nccl_group&) = delete;
   nccl_group& operator=(const nccl_group&) = delete;
 
  private:
+  // After ncclGroupEnd: the group is closed, and the thread's context is what it was before
+  // NCCL's device switching (at once, not at the end of the scope).
+  ncclResult_t close(ncclResult_t result) noexcept {
+    open_ = false;
+    --detail::nccl_group_depth();
+    keep_.restore();
+    return result;
+  }
+
   detail::nccl_runtime_device_keeper keep_device_;  // first: restores after context_ popped
   detail::current_device_scope context_{detail::any_context};  // before the group starts
   detail::nccl_context_keeper keep_;  // after context_: puts back what the group end changed
@@ -709,7 +734,7 @@ class nccl_stream_scope {
  public:
   nccl_stream_scope(cudaStream_t stream, const nccl_communicator_ref& comm,
                     const char* operation)
-      : in_context_(stream) {
+      : in_context_(stream, comm.device().ordinal()) {  // a default stream: the comm's device
     check_collective_stream(stream, comm, operation);
   }
 

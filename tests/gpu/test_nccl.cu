@@ -368,6 +368,60 @@ TEST_CASE("a group that an exception leaves, that holds a refused collective or 
   CHECK(cudaGetLastError() == cudaSuccess);
 }
 
+TEST_CASE("a group's end puts a user's context back at once, and abort() inside a group is "
+          "refused") {
+  rig r = make_rig();
+  const std::size_t ranks = r.devices.size();
+  const std::size_t count = 4096;
+  std::vector<std::vector<float>> x(ranks);
+  std::vector<curt::device_buffer<float>> data;
+  for (std::size_t i = 0; i < ranks; ++i) {
+    x[i] = random_small_integers(count);
+    data.emplace_back(r.devices[i], count);
+    curt::copy(data[i], x[i], r.streams[i]);
+    r.streams[i].synchronize();
+  }
+  CUcontext mine = nullptr, after_end = nullptr, after_scope = nullptr;
+  curt_test::on_fresh_thread([&] {
+    curt_test::user_context user(0);  // current: NCCL's cudaSetDevice would replace it
+    mine = user.get();
+    {
+      curt::nccl_group group;
+      for (std::size_t i = 0; i < ranks; ++i)
+        curt::all_reduce(data[i], curt::nccl_op::sum, r.comms[i], r.streams[i]);
+      group.end();
+      after_end = curt_test::current_context();  // still inside the group's scope
+    }
+    after_scope = curt_test::current_context();
+  });
+  CHECK(mine != nullptr);
+  CHECK(after_end == mine);
+  CHECK(after_scope == mine);
+  std::vector<float> sum(count, 0.0f);
+  for (std::size_t i = 0; i < ranks; ++i)
+    for (std::size_t k = 0; k < count; ++k) sum[k] += x[i][k];
+  for (std::size_t i = 0; i < ranks; ++i) {
+    INFO("rank " << i);
+    CHECK(download(data[i], r.streams[i]) == sum);
+  }
+
+  // NCCL defers an abort inside a group to the group's end (and a cancelled group drops it).
+  {
+    curt::nccl_group group;
+    curt_test::require_cuda_error([&] { r.comms[0].abort(); }, cudaErrorNotPermitted,
+                                  {"curt::nccl_communicator::abort()", "inside an nccl_group",
+                                   "Nothing was aborted"});
+    for (std::size_t i = 0; i < ranks; ++i)  // the communicator still works, in this group
+      curt::all_reduce(data[i], curt::nccl_op::max, r.comms[i], r.streams[i]);
+  }
+  for (std::size_t i = 0; i < ranks; ++i) {
+    INFO("rank " << i);
+    CHECK(download(data[i], r.streams[i]) == sum);  // the max of equal sums
+  }
+  for (std::size_t i = 0; i < ranks; ++i) r.comms[i].abort();  // outside a group: allowed
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
+
 TEST_CASE("abort() frees communicators at once and leaves empty owners") {
   rig r = make_rig();
   const std::size_t ranks = r.devices.size();

@@ -35,6 +35,27 @@ inline bool primary_active(int ordinal) {
   return active != 0;
 }
 
+// A driver context of device `ordinal`, made by the user (not the primary one); current after
+// creation, as cuCtxCreate leaves it. Destroyed (and so popped) by the destructor.
+class user_context {
+ public:
+  explicit user_context(int ordinal) {
+    CUdevice device = 0;
+    CURT_DRIVER_CALL(cuDeviceGet, 2000, &device, ordinal);
+    CURT_DRIVER_CALL(cuCtxCreate, 12050, &context_, nullptr, 0u, device);
+  }
+  ~user_context() {
+    curt::detail::check_noexcept(CURT_DRIVER_FUNCTION(cuCtxDestroy, 4000)(context_),
+                                 "cuCtxDestroy(test context)", __FILE__, __LINE__);
+  }
+  user_context(const user_context&) = delete;
+  user_context& operator=(const user_context&) = delete;
+  CUcontext get() const { return context_; }
+
+ private:
+  CUcontext context_ = nullptr;
+};
+
 /// Runs `body` on a new std::thread and fails the test with what it threw, if anything.
 template <class Body>
 void on_fresh_thread(Body body) {
