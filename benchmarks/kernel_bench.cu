@@ -2,13 +2,13 @@
 // 3). The kernels are the examples' own, from the headers they share with the examples
 // (examples/*/..._kernels.cuh); nothing is copied here.
 //
-//   kernel/vec_add/<kernel|float4|float4_tiles|thrust>/268435456
+//   kernel/vec_add/<kernel|float4|float4_tiles|bulk|thrust>/268435456
 //       c = a + b over 2^28 floats; bytes: 3 * N * 4 (two read, one written); thrust is
 //       thrust::transform, the yardstick (goal: float4 >= 0.97x thrust).
 //   kernel/reduce_<sum|max>_float/<two_pass|last_block|grid_sync|cub>/<N>, N = 2^16 .. 2^28
 //       bytes: N * 4 read; cub is cub::DeviceReduce (goals: >= 0.97x CUB's bandwidth at 2^28,
 //       <= 1.2x CUB's time at 2^16).
-//   kernel/histogram/<auto|per_warp|per_lane|cub>/<uniform|skewed>/1073741824
+//   kernel/histogram/<auto|per_warp|per_lane|per_lane_prefetch|cub>/<uniform|skewed>/1073741824
 //       256 bins of 2^30 bytes; bytes: N + 1 KiB; auto is histogram_auto, cub is
 //       cub::DeviceHistogram::HistogramEven (goals: auto >= 1.7x CUB on uniform, >= 1.15x on
 //       skewed).
@@ -397,7 +397,7 @@ vec_add_problem& vec_add_data() {
   return *p;
 }
 
-enum class vec_add_variant { kernel, float4, float4_tiles, thrust };
+enum class vec_add_variant { kernel, float4, float4_tiles, bulk, thrust };
 
 void vec_add_bench(benchmark::State& state, vec_add_variant v, const std::string& name) {
   vec_add_problem& p = vec_add_data();
@@ -412,6 +412,8 @@ void vec_add_bench(benchmark::State& state, vec_add_variant v, const std::string
         return vec_add_example::add_with_float4(s, p.fill_blocks, a, b, c, kVecAddN);
       case vec_add_variant::float4_tiles:
         return vec_add_example::add_with_float4_tiles(s, p.tile_blocks, a, b, c, kVecAddN);
+      case vec_add_variant::bulk:
+        return vec_add_example::add_with_bulk(s, a, b, c, kVecAddN);
       case vec_add_variant::thrust:
         return vec_add_example::add_with_thrust(s, a, b, c, kVecAddN);
     }
@@ -513,7 +515,7 @@ histogram_state& histogram_of() {
   return *p;
 }
 
-enum class histogram_variant { automatic, per_warp, per_lane, cub };
+enum class histogram_variant { automatic, per_warp, per_lane, per_lane_prefetch, cub };
 
 void histogram_bench(benchmark::State& state, histogram_variant v,
                      histogram_example::input_kind kind, const std::string& name) {
@@ -531,6 +533,8 @@ void histogram_bench(benchmark::State& state, histogram_variant v,
         return histogram_example::histogram_per_warp(h.plan, s, samples, bins);
       case histogram_variant::per_lane:
         return histogram_example::histogram_per_lane(h.plan, s, samples, bins);
+      case histogram_variant::per_lane_prefetch:
+        return histogram_example::histogram_per_lane_prefetch(h.plan, s, samples, bins);
       case histogram_variant::cub:
         return h.cub(s, samples, bins);
     }
@@ -653,6 +657,7 @@ void setup(curt::device d) {
       {vec_add_variant::kernel, "kernel"},
       {vec_add_variant::float4, "float4"},
       {vec_add_variant::float4_tiles, "float4_tiles"},
+      {vec_add_variant::bulk, "bulk"},
       {vec_add_variant::thrust, "thrust"}};
   for (const auto& [v, v_name] : vec_add_variants) {
     const std::string name =
@@ -670,6 +675,7 @@ void setup(curt::device d) {
       {histogram_variant::automatic, "auto"},
       {histogram_variant::per_warp, "per_warp"},
       {histogram_variant::per_lane, "per_lane"},
+      {histogram_variant::per_lane_prefetch, "per_lane_prefetch"},
       {histogram_variant::cub, "cub"}};
   for (input_kind kind : {input_kind::uniform, input_kind::skewed})
     for (const auto& [v, v_name] : histogram_variants) {

@@ -51,7 +51,9 @@ __device__ __forceinline__ void count_word(unsigned word, Count& count) {
 // __syncthreads(). Block 0 then counts the head (the samples before the first 16-byte boundary)
 // and the tail (after the last whole vector): fewer than 16 samples each, at most one of each
 // per thread (blocks have at least 16 threads).
-template <class Count, class AfterPass>
+// Prefetch: the next pass's vectors are loaded before this pass's are counted, so that a thread
+// keeps loads in flight while it counts (for kernels whose occupancy is low: the per-lane one).
+template <bool Prefetch = false, class Count, class AfterPass>
 __device__ __forceinline__ void for_each_sample(samples_view samples, Count&& count,
                                                 AfterPass&& after_pass) {
   const unsigned char* data = samples.data();
@@ -66,13 +68,14 @@ __device__ __forceinline__ void for_each_sample(samples_view samples, Count&& co
 
   const std::size_t threads = blockDim.x;
   const std::size_t stride = threads * gridDim.x * kUnroll;
-  for (std::size_t base = blockIdx.x * threads * kUnroll; base < vector_count; base += stride) {
-    uint4 v[kUnroll];
+  const auto load = [&](std::size_t base, uint4(&v)[kUnroll]) {
 #pragma unroll
     for (unsigned u = 0; u < kUnroll; ++u) {  // all loads first: kUnroll requests in flight
       const std::size_t i = base + u * threads + threadIdx.x;
       v[u] = i < vector_count ? __ldg(&vectors[i]) : make_uint4(0, 0, 0, 0);  // read-only path
     }
+  };
+  const auto count_pass = [&](std::size_t base, const uint4(&v)[kUnroll]) {
 #pragma unroll
     for (unsigned u = 0; u < kUnroll; ++u) {
       if (base + u * threads + threadIdx.x < vector_count) {
@@ -82,7 +85,26 @@ __device__ __forceinline__ void for_each_sample(samples_view samples, Count&& co
         count_word(v[u].w, count);
       }
     }
-    after_pass();
+  };
+  std::size_t base = blockIdx.x * threads * kUnroll;
+  if constexpr (Prefetch) {
+    uint4 v[kUnroll];
+    load(base, v);  // past the end: zeros, never counted
+    for (; base < vector_count; base += stride) {
+      uint4 next[kUnroll];
+      load(base + stride, next);  // in flight while this pass counts
+      count_pass(base, v);
+      after_pass();
+#pragma unroll
+      for (unsigned u = 0; u < kUnroll; ++u) v[u] = next[u];
+    }
+  } else {
+    for (; base < vector_count; base += stride) {
+      uint4 v[kUnroll];
+      load(base, v);
+      count_pass(base, v);
+      after_pass();
+    }
   }
   if (blockIdx.x == 0) {
     if (threadIdx.x < head) count(data[threadIdx.x]);
@@ -200,8 +222,9 @@ __device__ void publish_cluster(unsigned* block_total, bins_view bins) {
   cluster.sync();  // no block exits, freeing its shared memory, while another still reads it
 }
 
-// Per-lane counting; InCluster: merge the cluster's histograms before the global adds.
-template <bool InCluster>
+// Per-lane counting; InCluster: merge the cluster's histograms before the global adds; Prefetch:
+// see for_each_sample.
+template <bool InCluster, bool Prefetch = false>
 __global__ void __launch_bounds__(kLaneThreads)
     per_lane_kernel(samples_view samples, bins_view bins, const unsigned* gate,
                     unsigned gate_value) {
@@ -216,7 +239,7 @@ __global__ void __launch_bounds__(kLaneThreads)
   // (No barrier yet: until the first flush, which starts with one, a thread touches only its own
   // words.)
   unsigned passes = 0;
-  for_each_sample(
+  for_each_sample<Prefetch>(
       samples,
       [&](unsigned s) { atomicAdd(&mine[(s >> 1) * kLaneThreads], 1u << ((s & 1u) * 16)); },
       [&] {
@@ -384,6 +407,16 @@ inline void histogram_per_lane(const histogram_plan& plan, curt::stream_ref stre
   require_bins(bins);
   curt::memset(bins, 0, stream);
   launch_per_lane(plan, stream, samples, bins, nullptr, max_blocks);
+}
+
+// The per-lane kernel with the next pass's loads in flight while it counts (measured in
+// kernel_bench only, not yet chosen by histogram_auto).
+inline void histogram_per_lane_prefetch(const histogram_plan& plan, curt::stream_ref stream,
+                                        samples_view samples, bins_view bins) {
+  require_bins(bins);
+  curt::memset(bins, 0, stream);
+  curt::launch(stream, config_for(samples.size(), kLaneThreads, plan.lane_blocks, kLaneSharedBytes),
+               per_lane_kernel<false, true>, samples, bins, nullptr, unsigned{use_per_lane});
 }
 
 inline void histogram_cluster(const histogram_plan& plan, curt::stream_ref stream,

@@ -6,6 +6,8 @@
 
 #include <curt/curt.hpp>
 
+#include <cuda/barrier>
+#include <cuda/ptx>
 #include <thrust/execution_policy.h>
 #include <thrust/transform.h>
 #include <cuda/std/functional>
@@ -158,6 +160,72 @@ inline void add_with_float4_tiles(curt::stream_ref stream, unsigned fill_blocks,
   const unsigned blocks = std::min(fill_blocks, blocks_for(curt::ceil_div(n, std::size_t(4))));
   curt::launch(stream, curt::launch_config(blocks, kBlockThreads), vec_add_float4_tiles, a, b, c,
                n);
+}
+
+// ---- 3c. Bulk copies into shared memory (sm_90), as Thrust's transform does there. ----------
+// One block per tile of kBulkThreads * kBulkVectors float4s of each input (16 KiB each): one
+// thread starts two bulk copies (cp.async.bulk, the copy engine of the SM, no registers held
+// while the bytes travel) that complete on a shared-memory barrier; then every thread adds its
+// float4s from shared memory and stores them. 32 KiB per block (plus 1 KiB the SM keeps per
+// block): 6 blocks share an SM's 228 KiB, 192 KiB in flight. The last, partial tile (and every
+// tile on GPUs before sm_90) takes plain loads. Measured in kernel_bench only, not yet in the
+// example.
+constexpr unsigned kBulkThreads = 256;
+constexpr unsigned kBulkVectors = 4;  // float4s of each input per thread
+constexpr std::size_t kBulkTile = std::size_t(kBulkThreads) * kBulkVectors * 4;  // floats
+
+__global__ void __launch_bounds__(kBulkThreads)
+    vec_add_bulk(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
+                 std::size_t n) {
+  const std::size_t base = static_cast<std::size_t>(blockIdx.x) * kBulkTile;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (base + kBulkTile <= n) {
+    using barrier = cuda::barrier<cuda::thread_scope_block>;
+    __shared__ alignas(128) float4 tile_a[kBulkThreads * kBulkVectors];
+    __shared__ alignas(128) float4 tile_b[kBulkThreads * kBulkVectors];
+#pragma nv_diag_suppress static_var_with_dynamic_init
+    __shared__ barrier arrived;
+    if (threadIdx.x == 0) {
+      init(&arrived, blockDim.x);
+      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copies see the barrier
+    }
+    __syncthreads();
+    barrier::arrival_token token;
+    if (threadIdx.x == 0) {
+      cuda::device::memcpy_async_tx(tile_a, reinterpret_cast<const float4*>(a + base),
+                                    cuda::aligned_size_t<16>(sizeof tile_a), arrived);
+      cuda::device::memcpy_async_tx(tile_b, reinterpret_cast<const float4*>(b + base),
+                                    cuda::aligned_size_t<16>(sizeof tile_b), arrived);
+      token = cuda::device::barrier_arrive_tx(arrived, 1, sizeof tile_a + sizeof tile_b);
+    } else {
+      token = arrived.arrive();
+    }
+    arrived.wait(std::move(token));
+    float4* c4 = reinterpret_cast<float4*>(c + base);
+#pragma unroll
+    for (unsigned k = 0; k < kBulkVectors; ++k) {
+      const unsigned v = k * kBulkThreads + threadIdx.x;
+      const float4 x = tile_a[v], y = tile_b[v];
+      __stcs(c4 + v, make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w));
+    }
+    return;
+  }
+#endif
+  const std::size_t end = base + kBulkTile < n ? base + kBulkTile : n;
+  for (std::size_t i = base + threadIdx.x; i < end; i += blockDim.x) c[i] = a[i] + b[i];
+}
+
+inline void add_with_bulk(curt::stream_ref stream, const float* a, const float* b, float* c,
+                          std::size_t n) {
+  const auto misaligned = [](const void* p) {
+    return reinterpret_cast<std::uintptr_t>(p) % alignof(float4) != 0;
+  };
+  if (misaligned(a) || misaligned(b) || misaligned(c))
+    throw std::invalid_argument("vec_add_bulk needs 16-byte aligned a, b and c");
+  const std::size_t tiles = curt::ceil_div(n, kBulkTile);
+  if (tiles > 0x7fffffffu) throw std::invalid_argument("vec_add_bulk: too many tiles");
+  curt::launch(stream, curt::launch_config(static_cast<unsigned>(tiles), kBulkThreads),
+               vec_add_bulk, a, b, c, n);
 }
 
 // ---- 4. The yardstick: thrust::transform on the same stream. --------------------------------
