@@ -358,7 +358,10 @@ TEST_CASE("a pool on device 1, made accessible to device 0, serves a kernel on d
 }
 
 // Programming Guide 4.2.5.6: graph memory of one device, mapped for another's kernels.
-TEST_CASE("a graph's memory on device 1, mapped for device 0, serves device 0's kernel nodes") {
+// [no-memcheck]: memcheck 13.0 does not follow graph memory nodes ("Unsupported node type") and
+// reports device 0's kernels' accesses to this memory as invalid (seen on the H200s).
+TEST_CASE("a graph's memory on device 1, mapped for device 0, serves device 0's kernel nodes",
+          "[no-memcheck]") {
   REQUIRE(curt::device_count() >= 2);
   if (!peer_path_or_warn(": graph memory of one cannot be mapped for the other")) return;
   curt::device d0(0), d1(1);
@@ -399,7 +402,8 @@ TEST_CASE("a graph's memory on device 1, mapped for device 0, serves device 0's 
   CHECK(cudaGetLastError() == cudaSuccess);
 }
 
-TEST_CASE("a captured pool allocation keeps the access its pool gave when it was captured") {
+TEST_CASE("a captured pool allocation keeps the access its pool gave when it was captured",
+          "[no-memcheck]") {
   REQUIRE(curt::device_count() >= 2);
   if (!peer_path_or_warn(": a pool of one cannot be accessible to the other")) return;
   curt::device d0(0), d1(1);
