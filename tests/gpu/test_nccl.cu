@@ -52,6 +52,27 @@ std::vector<float> random_small_integers(std::size_t count) {
   return values;
 }
 
+// Random small integers for every rank, on its device (uploaded on its stream), and their sum.
+struct rank_inputs {
+  std::vector<std::vector<float>> x;
+  std::vector<curt::device_buffer<float>> buffers;
+  std::vector<float> sum() const {
+    std::vector<float> total(x.empty() ? 0 : x[0].size(), 0.0f);
+    for (const std::vector<float>& xi : x)
+      for (std::size_t k = 0; k < total.size(); ++k) total[k] += xi[k];
+    return total;
+  }
+};
+rank_inputs upload_small_integers(rig& r, std::size_t count) {
+  rank_inputs in;
+  for (std::size_t i = 0; i < r.devices.size(); ++i) {
+    in.x.push_back(random_small_integers(count));
+    in.buffers.emplace_back(r.devices[i], count);
+    curt::copy(in.buffers[i], in.x[i], r.streams[i]);
+  }
+  return in;
+}
+
 // The calling thread's runtime device (cudaGetDevice), which makes no context.
 int runtime_device() {
   int ordinal = -1;
@@ -372,15 +393,9 @@ TEST_CASE("a group's end puts a user's context back at once, and abort() inside 
           "refused") {
   rig r = make_rig();
   const std::size_t ranks = r.devices.size();
-  const std::size_t count = 4096;
-  std::vector<std::vector<float>> x(ranks);
-  std::vector<curt::device_buffer<float>> data;
-  for (std::size_t i = 0; i < ranks; ++i) {
-    x[i] = random_small_integers(count);
-    data.emplace_back(r.devices[i], count);
-    curt::copy(data[i], x[i], r.streams[i]);
-    r.streams[i].synchronize();
-  }
+  rank_inputs in = upload_small_integers(r, 4096);
+  std::vector<curt::device_buffer<float>>& data = in.buffers;
+  for (curt::stream& s : r.streams) s.synchronize();
   CUcontext mine = nullptr, after_end = nullptr, after_scope = nullptr;
   curt_test::on_fresh_thread([&] {
     curt_test::user_context user(0);  // current: NCCL's cudaSetDevice would replace it
@@ -397,9 +412,7 @@ TEST_CASE("a group's end puts a user's context back at once, and abort() inside 
   CHECK(mine != nullptr);
   CHECK(after_end == mine);
   CHECK(after_scope == mine);
-  std::vector<float> sum(count, 0.0f);
-  for (std::size_t i = 0; i < ranks; ++i)
-    for (std::size_t k = 0; k < count; ++k) sum[k] += x[i][k];
+  const std::vector<float> sum = in.sum();
   for (std::size_t i = 0; i < ranks; ++i) {
     INFO("rank " << i);
     CHECK(download(data[i], r.streams[i]) == sum);
@@ -425,14 +438,8 @@ TEST_CASE("a group's end puts a user's context back at once, and abort() inside 
 TEST_CASE("abort() frees communicators at once and leaves empty owners") {
   rig r = make_rig();
   const std::size_t ranks = r.devices.size();
-  const std::size_t count = 4096;
-  std::vector<std::vector<float>> x(ranks);
-  std::vector<curt::device_buffer<float>> data;
-  for (std::size_t i = 0; i < ranks; ++i) {
-    x[i] = random_small_integers(count);
-    data.emplace_back(r.devices[i], count);
-    curt::copy(data[i], x[i], r.streams[i]);
-  }
+  rank_inputs in = upload_small_integers(r, 4096);
+  std::vector<curt::device_buffer<float>>& data = in.buffers;
   {
     curt::nccl_group group;  // some work first, so that there is something to tear down
     for (std::size_t i = 0; i < ranks; ++i)
@@ -455,9 +462,7 @@ TEST_CASE("abort() frees communicators at once and leaves empty owners") {
     for (std::size_t i = 0; i < ranks; ++i)
       curt::all_reduce(data[i], curt::nccl_op::max, again.comms[i], again.streams[i]);
   }
-  std::vector<float> want(count, 0.0f);  // every rank holds the sum: their max is that sum
-  for (std::size_t i = 0; i < ranks; ++i)
-    for (std::size_t k = 0; k < count; ++k) want[k] += x[i][k];
+  const std::vector<float> want = in.sum();  // every rank holds the sum: their max is that sum
   for (std::size_t i = 0; i < ranks; ++i) {
     INFO("rank " << i);
     CHECK(download(data[i], again.streams[i]) == want);
