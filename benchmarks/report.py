@@ -44,6 +44,11 @@ def goal_for(name, goals=GOALS):
     return None, None
 
 
+def goal_verdict(met, what):
+    """A table's goal cell: met, or missed in bold, then the goal's name."""
+    return ("met" if met else "**missed**") + f": {what}"
+
+
 def paired_met(b):
     """(limit, what, met) of a paired run against its goal; limit None (and met) without one."""
     limit, what = goal_for(b["run_name"])
@@ -163,7 +168,7 @@ def paired_table(runs):
         limit, what, met = paired_met(b)
         verdict = ""
         if limit is not None:
-            verdict = ("met" if met else "**missed**") + f": {what}"
+            verdict = goal_verdict(met, what)
         out.append(
             f"| {b['run_name'][len('paired/'):]} | {b['raw_ns']:.1f} | {b['curt_ns']:.1f} | "
             f"{b['curt_over_raw']:.3f} | {'' if limit is None else f'{limit:.2f}'} | {verdict} |"
@@ -196,7 +201,7 @@ def graph_table(runs):
         limit, what = goal_for(b["run_name"], SPEEDUP_GOALS)
         verdict, goal = "", ""
         if limit is not None:
-            verdict = ("**missed**" if speedup_missed(b) else "met") + f": {what}"
+            verdict = goal_verdict(not speedup_missed(b), what)
             goal = f">= {limit:g}x"
         raw = f"{b['speedup_raw']:.2f}x" if "speedup_raw" in b else "-"
         out.append(
@@ -385,7 +390,7 @@ def kernel_rows(runs):
                     row["value"] = f"time {time_ratio:.2f}x"
                 row["missed"] = not met
                 row["goal_index"] = index
-                row["verdict"] = ("met" if met else "**missed**") + f": {what}"
+                row["verdict"] = goal_verdict(met, what)
                 break
         rows.append(row)
 
@@ -523,7 +528,7 @@ def multi_gpu_rows(runs):
             met = row["ratio"] >= limit
             row["goal"] = f">= {limit:g}x"
             row["missed"] = not met
-            row["verdict"] = ("met" if met else "**missed**") + f": {note}"
+            row["verdict"] = goal_verdict(met, note)
         rows.append(row)
     return sorted(rows, key=lambda r: r["order"])
 

@@ -417,6 +417,19 @@ inline bool primary_context_active(CUdevice device) {
   return active != 0;
 }
 
+/// Device `ordinal`'s CUdevice, its primary context initialized through the runtime (which keeps
+/// it, as its first call on the device would; nothing is made current) unless it is active
+/// already: a context curt retains and releases, or state put into it (peer access, a green
+/// context that retains it), must not die with curt's reference, nor be made anew each time.
+inline CUdevice keep_primary_context(int ordinal) {
+  CUdevice device = 0;
+  CURT_DETAIL_DRIVER_CALL(cuDeviceGet, 2000, &device, ordinal);
+  if (!primary_context_active(device))
+    check_call(cudaInitDevice(ordinal, 0, 0), "cudaInitDevice", {{"device", ordinal}}, __FILE__,
+               __LINE__);
+  return device;
+}
+
 /// Asks for current_device_scope's form for calls whose answer does not depend on the context.
 struct any_context_t {
   explicit any_context_t() = default;
@@ -428,9 +441,9 @@ inline constexpr any_context_t any_context{};
 /// context a runtime call would make current on such a thread, without leaving it current. Some
 /// runtime calls (cudaMemRangeGetAttribute, on CUDA 13.0) do not make one current at all and fail
 /// with cudaErrorDeviceUninitialized instead. One cuCtxGetCurrent when a context is current.
-/// A primary context it finds inactive is initialized by the runtime (cudaInitDevice), which
-/// keeps it as its first call on that device would: releasing curt's own reference at the end
-/// must not destroy it again, or every such call would pay for a context creation.
+/// A primary context it finds inactive is initialized by the runtime (keep_primary_context):
+/// releasing curt's own reference at the end must not destroy it again, or every such call would
+/// pay for a context creation.
 /// With any_context (pointer and range queries, advice: calls that only need some context), a
 /// primary context that is active already serves, the runtime device's first, then any other:
 /// a process that works on device 1 only never gets one on device 0 from them.
@@ -451,11 +464,7 @@ class current_device_scope {
   explicit current_device_scope(deferred) noexcept {}  // enter() later, when needed
   CURT_COLD void enter(int ordinal) {
     if (ordinal < 0) check(cudaGetDevice(&ordinal), "cudaGetDevice", __FILE__, __LINE__);
-    CUdevice device = 0;
-    CURT_DETAIL_DRIVER_CALL(cuDeviceGet, 2000, &device, ordinal);
-    if (!primary_context_active(device))
-      check(cudaInitDevice(ordinal, 0, 0), "cudaInitDevice", __FILE__, __LINE__);
-    pushed_.push(primary_.retain(device));
+    pushed_.push(primary_.retain(keep_primary_context(ordinal)));
   }
   CURT_COLD void enter_any() {
     int ordinal = 0;

@@ -447,10 +447,9 @@ class graph_exec_ref {
     if (CURT_UNLIKELY(status != cudaSuccess)) {
       std::string log = detail::take_driver_log();
       (void)cudaGetLastError();
-      std::string note = device_updatable_note(g);
       detail::throw_error_with_log(make_error_code(status), "cudaGraphExecUpdate(exec, graph)",
-                                   detail::location(__FILE__, __LINE__),
-                                   note.empty() ? std::string() : note.substr(2), std::move(log));
+                                   detail::location(__FILE__, __LINE__), device_updatable_note(g),
+                                   std::move(log));
     }
     detail::updated_exec_table().add(e);
     return {};
@@ -485,7 +484,8 @@ class graph_exec_ref {
   cudaGraphExec_t handle_;
 
  private:
-  // "; the graph updated from holds N device-updatable kernel node(s): ..." or nothing.
+  // "the graph updated from holds N device-updatable kernel node(s): ..." or nothing. (Not
+  // detail::diagnose: a graph query needs some context, not the runtime device's.)
   CURT_COLD static std::string device_updatable_note(cudaGraph_t from) {
     std::size_t updatable = 0;
     try {
@@ -494,7 +494,7 @@ class graph_exec_ref {
     } catch (const std::exception&) {  // no context: the message goes without the count
     }
     if (!updatable) return {};
-    return "; the graph updated from holds " + std::to_string(updatable) +
+    return "the graph updated from holds " + std::to_string(updatable) +
            " device-updatable kernel node(s): CUDA updates no executable graph from such a "
            "graph, nor one instantiated from one (instantiate anew)";
   }
@@ -504,7 +504,7 @@ class graph_exec_ref {
     std::string why = detail::describe_update_refusal(
         refused.result, detail::diagnose([&] { return detail::describe_node(refused.node); }),
         detail::diagnose([&] { return detail::describe_node(refused.from_node); }));
-    why += device_updatable_note(from);
+    if (std::string note = device_updatable_note(from); !note.empty()) why += "; " + note;
     detail::throw_error_with_log(make_error_code(cudaErrorGraphExecUpdateFailure),
                                  "cudaGraphExecUpdate(exec, graph)",
                                  detail::location(__FILE__, __LINE__), std::move(why),

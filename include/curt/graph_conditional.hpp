@@ -235,33 +235,6 @@ inline conditional_node add_conditional(graph_ref g, const node_dependencies& de
   return conditional_node(node, kind, handle, p.conditional.phGraph_out, count);
 }
 
-// The capturing graph of `stream` and what its next work depends on; refuses a stream that is
-// not capturing.
-struct capture_point {
-  cudaGraph_t graph = nullptr;
-  const cudaGraphNode_t* nodes = nullptr;
-  const cudaGraphEdgeData* data = nullptr;
-  std::size_t count = 0;
-};
-inline capture_point active_capture(cudaStream_t stream, const char* operation) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  capture_point point;
-  check(cudaStreamGetCaptureInfo(stream, &status, nullptr, &point.graph, &point.nodes, &point.data,
-                                 &point.count),
-        "cudaStreamGetCaptureInfo(stream)", __FILE__, __LINE__);
-  if (CURT_UNLIKELY(status != cudaStreamCaptureStatusActive))
-    raise(status == cudaStreamCaptureStatusInvalidated ? cudaErrorStreamCaptureInvalidated
-                                                       : cudaErrorIllegalState,
-          operation,
-          status == cudaStreamCaptureStatusInvalidated
-              ? "the stream's capture was invalidated by an earlier error: there is no graph to "
-                "add to; end the capture first"
-              : "the stream is not capturing: pass the graph itself to add to a graph that is "
-                "not being captured",
-          __FILE__, __LINE__);
-  return point;
-}
-
 inline conditional_node add_conditional_in_capture(stream_ref capturing,
                                                    conditional_handle handle,
                                                    cudaGraphConditionalNodeType kind,
@@ -270,7 +243,7 @@ inline conditional_node add_conditional_in_capture(stream_ref capturing,
   cudaStream_t stream = capturing.get();
   check_conditional_bodies(kind, count, function);
   stream_context_scope in_context(stream);
-  capture_point point = active_capture(stream, function);
+  capture_point point = active_capture(stream, function, not_capturing_use_graph);
   cudaGraphNodeParams p = conditional_node_params(handle, kind, count);
   cudaGraphNode_t node = nullptr;
   cudaError_t status =
@@ -303,7 +276,8 @@ inline conditional_handle conditional_handle::create(stream_ref capturing, unsig
                                                      conditional_flags flags) {
   cudaStream_t stream = capturing.get();
   detail::stream_context_scope in_context(stream);
-  detail::capture_point point = detail::active_capture(stream, "curt::conditional_handle::create");
+  detail::capture_point point = detail::active_capture(stream, "curt::conditional_handle::create",
+                                                       detail::not_capturing_use_graph);
   return make(point.graph, default_value, flags);
 }
 

@@ -356,13 +356,16 @@ CURT_COLD inline std::string describe_parameter_size_mismatch(std::size_t index,
 template <class... Params>
 void query_parameter_offsets(const void* kernel, unsigned* offsets, const char* function) {
   constexpr std::size_t sizes[sizeof...(Params) + 1] = {sizeof(std::decay_t<Params>)..., 0};
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  check(cudaThreadExchangeStreamCaptureMode(&mode), "cudaThreadExchangeStreamCaptureMode",
+        __FILE__, __LINE__);
+  struct mode_back {  // the thread's own mode back, also when a refusal below throws
+    cudaStreamCaptureMode& mode;
+    ~mode_back() { (void)cudaThreadExchangeStreamCaptureMode(&mode); }
+  } restore{mode};
   for (std::size_t i = 0; i < sizeof...(Params); ++i) {
     std::size_t offset = 0, size = 0;
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-    check(cudaThreadExchangeStreamCaptureMode(&mode), "cudaThreadExchangeStreamCaptureMode",
-          __FILE__, __LINE__);
     cudaError_t status = cudaFuncGetParamInfo(kernel, i, &offset, &size);
-    (void)cudaThreadExchangeStreamCaptureMode(&mode);  // the thread's own mode back
     if (CURT_UNLIKELY(status != cudaSuccess)) {
       std::string log = take_driver_log();
       (void)cudaGetLastError();
@@ -435,34 +438,20 @@ inline cudaGraphDeviceNode_t make_node_device_updatable(cudaGraphNode_t node, co
   return handle;
 }
 
-/// Refuses, before anything is launched, a stream that is not capturing.
-inline void require_capturing(cudaStream_t stream, const char* function) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  check(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing(stream)", __FILE__,
-        __LINE__);
-  if (CURT_LIKELY(status == cudaStreamCaptureStatusActive)) return;
-  if (status == cudaStreamCaptureStatusInvalidated)
-    raise(cudaErrorStreamCaptureInvalidated, function,
-          "the stream's capture was invalidated by an earlier error: there is no graph to add "
-          "the node to; end the capture first. Nothing was launched",
-          __FILE__, __LINE__);
-  raise(cudaErrorIllegalState, function,
-        "the stream is not capturing: a device-updatable kernel node exists only in a graph (CUDA "
-        "refuses the attribute on a launch that is not captured); launch it inside curt::capture, "
-        "or add it to a graph with curt::add_device_updatable_kernel_node. Nothing was launched",
-        __FILE__, __LINE__);
-}
+// Why a device-updatable launch needs a capturing stream.
+inline constexpr const char* device_updatable_needs_capture =
+    "the stream is not capturing: a device-updatable kernel node exists only in a graph (CUDA "
+    "refuses the attribute on a launch that is not captured); launch it inside curt::capture, "
+    "or add it to a graph with curt::add_device_updatable_kernel_node. Nothing was launched";
 
 // The node a launch just captured on `stream` (what the stream's next work depends on: that node
 // alone) and its device handle. The caller has made the stream's context current.
 inline std::pair<cudaGraphNode_t, cudaGraphDeviceNode_t> captured_device_node(
     cudaStream_t stream, const cudaLaunchAttribute& written_back) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  const cudaGraphNode_t* nodes = nullptr;
-  std::size_t count = 0;
-  check(cudaStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &nodes, nullptr, &count),
-        "cudaStreamGetCaptureInfo(stream)", __FILE__, __LINE__);
-  cudaGraphNode_t node = count == 1 ? nodes[0] : nullptr;
+  const capture_point point =
+      active_capture(stream, "curt::launch_device_updatable", device_updatable_needs_capture);
+  const std::size_t count = point.count;
+  cudaGraphNode_t node = count == 1 ? point.nodes[0] : nullptr;
   cudaGraphDeviceNode_t handle = nullptr;
   if (node != nullptr) {
     cudaLaunchAttributeValue read{};
@@ -546,14 +535,14 @@ updatable_kernel_node<Params...> launch_device_updatable(stream_ref capturing,
       cudaStream_t stream = capturing.get();
       const void* entry = reinterpret_cast<const void*>(kernel);
       detail::stream_context_scope in_context(stream);
-      detail::require_capturing(stream, function);
+      (void)detail::active_capture(stream, function, detail::device_updatable_needs_capture);
       unsigned offsets[sizeof...(Params) > 0 ? sizeof...(Params) : 1] = {};
       detail::query_parameter_offsets<Params...>(entry, offsets, function);
       detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
       // The configuration's attributes and one more: device-updatable.
       cudaLaunchConfig_t native = config.native(stream);
-      cudaLaunchAttribute attributes[16] = {};
-      const unsigned kept = config.attribute_count() < 15 ? config.attribute_count() : 15;
+      cudaLaunchAttribute attributes[launch_config::max_attributes + 1] = {};
+      const unsigned kept = config.attribute_count();
       for (unsigned i = 0; i < kept; ++i) attributes[i] = config.attributes()[i];
       attributes[kept].id = cudaLaunchAttributeDeviceUpdatableKernelNode;
       attributes[kept].val.deviceUpdatableKernelNode.deviceUpdatable = 1;

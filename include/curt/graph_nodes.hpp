@@ -48,6 +48,7 @@
 #include <curt/graph.hpp>
 #include <curt/graph_node.hpp>
 #include <curt/launch.hpp>
+#include <curt/peer.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -331,11 +332,7 @@ inline std::vector<cudaMemAccessDesc> allocation_access(device resident, const d
     bool repeated = false;
     for (const cudaMemAccessDesc& a : access) repeated = repeated || a.location.id == d->ordinal();
     if (repeated) continue;
-    int can = 0;
-    check_call(cudaDeviceCanAccessPeer(&can, d->ordinal(), resident.ordinal()),
-               "cudaDeviceCanAccessPeer", {{"device", d->ordinal()}, {"peer", resident.ordinal()}},
-               __FILE__, __LINE__);
-    if (CURT_UNLIKELY(can == 0))
+    if (CURT_UNLIKELY(!can_access_peer(*d, resident)))
       raise(cudaErrorPeerAccessUnsupported,
             "curt::add_allocation_node(device " + std::to_string(resident.ordinal()) +
                 ", accessible from device " + std::to_string(d->ordinal()) + ")",

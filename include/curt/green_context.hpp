@@ -563,15 +563,8 @@ class green_context : public green_context_ref {
   /// out of range is an error, not clamped). The stream keeps the green context alive.
   curt::stream make_stream(int priority = 0) const {
     CUgreenCtx h = native("make_stream()");
-    const auto [greatest, least] =
-        curt::device::from_ordinal_unchecked(device_).stream_priority_range();
-    if (priority < greatest || priority > least)
-      detail::raise(cudaErrorInvalidValue,
-                    "curt::green_context::make_stream(priority " + std::to_string(priority) + ")",
-                    "priority " + std::to_string(priority) + " is outside the device's range [" +
-                        std::to_string(greatest) + ", " + std::to_string(least) +
-                        "] (lower numbers run first)",
-                    __FILE__, __LINE__);
+    detail::check_stream_priority(curt::device::from_ordinal_unchecked(device_), priority,
+                                  "curt::green_context::make_stream");
     CUstream created = nullptr;
     {
       detail::green_call_scope in(h);
@@ -615,13 +608,9 @@ class green_context : public green_context_ref {
     if (CURT_UNLIKELY(status != CUDA_SUCCESS))
       detail::throw_green(status, "cuDevResourceGenerateDesc for " + describe_creation(d, count, total),
                           __FILE__, __LINE__);
-    CUdevice native_device = 0;
-    CURT_DETAIL_DRIVER_CALL(cuDeviceGet, 2000, &native_device, d.ordinal());
     // The green context retains the primary context; one that is inactive would be created and
-    // destroyed with each green context. The runtime initializes it and keeps it, as its first
-    // call on the device would (nothing is made current).
-    if (!detail::primary_context_active(native_device))
-      detail::check(cudaInitDevice(d.ordinal(), 0, 0), "cudaInitDevice", __FILE__, __LINE__);
+    // destroyed with each green context.
+    const CUdevice native_device = detail::keep_primary_context(d.ordinal());
     CUgreenCtx created = nullptr;
     status = CURT_DETAIL_GREEN_FUNCTION(cuGreenCtxCreate, 12040)(&created, description,
                                                                  native_device,

@@ -128,6 +128,8 @@ class launch_config {
   dim3 grid_dims() const noexcept { return grid_; }
   dim3 block_dims() const noexcept { return block_; }
   std::size_t dynamic_shared_memory_bytes() const noexcept { return dynamic_shared_memory_; }
+  /// The most attributes a configuration holds: one slot per attribute id it can set.
+  static constexpr unsigned max_attributes = 12;
   unsigned attribute_count() const noexcept { return count_; }
   const cudaLaunchAttribute* attributes() const noexcept { return attributes_.data(); }
   /// The attribute with this id, or nullptr when not set.
@@ -162,7 +164,7 @@ class launch_config {
   dim3 grid_{1, 1, 1};
   dim3 block_{1, 1, 1};
   std::size_t dynamic_shared_memory_ = 0;
-  std::array<cudaLaunchAttribute, 12> attributes_{};
+  std::array<cudaLaunchAttribute, max_attributes> attributes_{};
   unsigned count_ = 0;
 };
 

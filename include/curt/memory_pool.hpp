@@ -252,17 +252,31 @@ inline free_place free_place_for(cudaStream_t stream) {
   return {stream, current_context()};
 }
 
-/// Frees a stream-ordered allocation on its stream, in the stream's context (for a default
-/// stream, the allocation's); never throws.
-inline void free_async_noexcept(void* p, free_place place, const char* call) noexcept {
+/// Runs `free` in the context a stream-ordered allocation is freed in: its stream's, or for a
+/// default stream the allocation's.
+template <class Free>
+void in_free_context(const free_place& place, Free&& free) {
+  if (CURT_UNLIKELY(place.context != nullptr)) {
+    context_scope in_context(place.context);
+    free();
+  } else {
+    stream_context_scope in_context(place.stream);
+    free();
+  }
+}
+
+/// Frees a stream-ordered allocation (null: nothing) on its stream; throws on failure.
+inline void free_async(void* p, const free_place& place, const char* call) {
+  if (p == nullptr) return;
+  in_free_context(place, [&] { check(cudaFreeAsync(p, place.stream), call, __FILE__, __LINE__); });
+}
+
+/// As free_async, for destructors: never throws; a failure goes to the error handler (once for a
+/// lost context, as every destructor's does).
+inline void free_async_noexcept(void* p, const free_place& place, const char* call) noexcept {
   try {
-    if (CURT_UNLIKELY(place.context != nullptr)) {
-      context_scope in_context(place.context);
-      check_noexcept(cudaFreeAsync(p, place.stream), call, __FILE__, __LINE__);
-    } else {
-      stream_context_scope in_context(place.stream);
-      check_noexcept(cudaFreeAsync(p, place.stream), call, __FILE__, __LINE__);
-    }
+    in_free_context(place,
+                    [&] { check_noexcept(cudaFreeAsync(p, place.stream), call, __FILE__, __LINE__); });
   } catch (const std::exception& error) {  // the context could not be made current
     handle_error(error);
   }
@@ -886,21 +900,14 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
   /// Frees now, on the buffer's stream (after the work submitted to it so far).
   void free() {
     detail::free_place where = this->place();
-    T* p = this->take_for_free("free()");
-    if (p == nullptr) return;
-    if (CURT_UNLIKELY(where.context != nullptr)) {  // a default stream: the allocation's context
-      detail::context_scope in_context(where.context);
-      detail::check(cudaFreeAsync(p, where.stream), "cudaFreeAsync(async_buffer, stream)",
-                    __FILE__, __LINE__);
-      return;
-    }
-    free_on(p, where.stream);
+    detail::free_async(this->take_for_free("free()"), where, "cudaFreeAsync(async_buffer, stream)");
   }
   /// Frees now on `other`, which the caller has ordered after every use of the memory (an
   /// event, or `other` waiting on the buffer's stream).
   void free(stream_ref other) {
     cudaStream_t s = other.get();
-    free_on(this->take_for_free("free(stream)"), s);
+    detail::free_async(this->take_for_free("free(stream)"), detail::free_place{s, nullptr},
+                       "cudaFreeAsync(async_buffer, stream)");
   }
 
  private:
@@ -911,11 +918,6 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
   async_buffer(T* data, std::size_t count, detail::free_place where) noexcept
       : base(data, count, where) {}
 
-  static void free_on(T* p, cudaStream_t s) {
-    if (p == nullptr) return;
-    detail::stream_context_scope in_context(s);
-    detail::check(cudaFreeAsync(p, s), "cudaFreeAsync(async_buffer, stream)", __FILE__, __LINE__);
-  }
 };
 
 template <class T>

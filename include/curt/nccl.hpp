@@ -352,8 +352,7 @@ class nccl_runtime_device_keeper {
  private:
   CURT_COLD static void restore(int saved) noexcept {
     try {
-      CUcontext context = nullptr;
-      if (CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetCurrent, 4000)(&context) != 0 || context != nullptr)
+      if (current_context() != nullptr)
         return;  // a context is current again: cudaGetDevice means it, not the runtime device
       int now = -1;
       if (cudaGetDevice(&now) != cudaSuccess) {
@@ -362,21 +361,15 @@ class nccl_runtime_device_keeper {
       }
       if (now == saved) return;
       CUdevice device = 0;
-      unsigned flags = 0;
-      int active = 0;
-      if (CURT_DETAIL_DRIVER_FUNCTION(cuDeviceGet, 2000)(&device, saved) != 0 ||
-          CURT_DETAIL_DRIVER_FUNCTION(cuDevicePrimaryCtxGetState, 7000)(device, &flags,
-                                                                        &active) != 0 ||
-          active == 0)
-        return;
+      CURT_DETAIL_DRIVER_CALL(cuDeviceGet, 2000, &device, saved);
+      if (!primary_context_active(device)) return;
       if (cudaSetDevice(saved) != cudaSuccess) {  // makes that primary context current...
         (void)cudaGetLastError();
         return;
       }
       CUcontext popped = nullptr;  // ... and the thread is left with none, as it was
       (void)CURT_DETAIL_DRIVER_FUNCTION(cuCtxPopCurrent, 4000)(&popped);
-    } catch (...) {
-      // Only a driver function that cannot be found throws; the calls above found them already.
+    } catch (...) {  // a failed driver query: the runtime device stays as NCCL left it
     }
   }
   int saved_ = -1;

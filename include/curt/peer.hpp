@@ -29,16 +29,6 @@ namespace curt {
 
 namespace detail {
 
-// Initializes device `ordinal`'s primary context through the runtime (which keeps it) unless it
-// is active already: state put into it (peer access) must outlive curt's own reference.
-inline void keep_primary_context(int ordinal) {
-  CUdevice device = 0;
-  CURT_DETAIL_DRIVER_CALL(cuDeviceGet, 2000, &device, ordinal);
-  if (!primary_context_active(device))
-    check_call(cudaInitDevice(ordinal, 0, 0), "cudaInitDevice", {{"device", ordinal}}, __FILE__,
-               __LINE__);
-}
-
 // Whether device_guard(device `ordinal`) would find a context that exists already (a current
 // context of the device, or its active primary context) rather than create one.
 inline bool context_of_device_exists(int ordinal) {
@@ -52,18 +42,16 @@ inline bool context_of_device_exists(int ordinal) {
   return primary_context_active(device);
 }
 
-[[noreturn]] CURT_COLD inline void throw_same_device_peer(const char* function, int ordinal) {
-  raise(cudaErrorInvalidDevice,
-        std::string(function) + "(device " + std::to_string(ordinal) + ", peer " +
-            std::to_string(ordinal) + ")",
-        "a device and its peer must be two different devices: a device always addresses its "
-        "own memory",
-        __FILE__, __LINE__);
-}
-
 inline std::string peer_call(const char* function, int ordinal, int peer) {
   return std::string(function) + "(device " + std::to_string(ordinal) + ", peer " +
          std::to_string(peer) + ")";
+}
+
+[[noreturn]] CURT_COLD inline void throw_same_device_peer(const char* function, int ordinal) {
+  raise(cudaErrorInvalidDevice, peer_call(function, ordinal, ordinal),
+        "a device and its peer must be two different devices: a device always addresses its "
+        "own memory",
+        __FILE__, __LINE__);
 }
 
 // Why enabling failed, in curt's words, for the codes where it can say more than CUDA.
@@ -103,8 +91,8 @@ inline bool can_access_peer(device d, device peer) {
 inline bool enable_peer_access(device d, device peer) {
   if (CURT_UNLIKELY(d == peer))
     detail::throw_same_device_peer("curt::enable_peer_access", d.ordinal());
-  detail::keep_primary_context(d.ordinal());
-  detail::keep_primary_context(peer.ordinal());
+  (void)detail::keep_primary_context(d.ordinal());  // the access must outlive curt's reference
+  (void)detail::keep_primary_context(peer.ordinal());
   cudaError_t status = cudaSuccess;
   {
     device_guard guard(d);

@@ -171,6 +171,22 @@ inline wait_events& thread_wait_events() {
   return events;
 }
 
+// Refuses a stream priority outside the device's range (CUDA would clamp it), naming `call`.
+// 0 is the least priority of every device (both ends are 0 where priorities are not supported):
+// the default needs no query.
+inline void check_stream_priority(device d, int priority, const char* call) {
+  if (priority == 0) return;
+  const auto [greatest, least] = d.stream_priority_range();
+  if (CURT_UNLIKELY(priority < greatest || priority > least))
+    raise(cudaErrorInvalidValue,
+          std::string(call) + "(device " + std::to_string(d.ordinal()) + ", priority " +
+              std::to_string(priority) + ")",
+          "priority " + std::to_string(priority) + " is outside the device's range [" +
+              std::to_string(greatest) + ", " + std::to_string(least) +
+              "] (lower numbers run first)",
+          __FILE__, __LINE__);
+}
+
 // A wait (synchronize, query) that CUDA refused because a capture is in progress: says so.
 inline void check_wait(cudaError_t status, const char* call, const char* file, int line) {
   if (CURT_LIKELY(status == cudaSuccess)) return;
@@ -477,15 +493,7 @@ class stream : public stream_ref {
   /// an error, not clamped.
   explicit stream(curt::device d, stream_flags flags = stream_flags::non_blocking, int priority = 0)
       : stream_ref(detail::state_handle<cudaStream_t>(detail::handle_state::empty), from_state_t{}) {
-    const auto [greatest, least] = d.stream_priority_range();
-    if (priority < greatest || priority > least)
-      detail::raise(cudaErrorInvalidValue,
-                    "curt::stream(device " + std::to_string(d.ordinal()) + ", priority " +
-                        std::to_string(priority) + ")",
-                    "priority " + std::to_string(priority) + " is outside the device's range [" +
-                        std::to_string(greatest) + ", " + std::to_string(least) +
-                        "] (lower numbers run first)",
-                    __FILE__, __LINE__);
+    detail::check_stream_priority(d, priority, "curt::stream");
     device_guard guard(d);
     cudaStream_t created = nullptr;
     detail::check_call(

@@ -615,4 +615,35 @@ inline graph_node add_child(graph_ref g, const node_dependencies& dependencies, 
   return add_graph_node(graph, dependencies, p, "curt::add_child_graph_node");
 }
 
+// The capturing graph of `stream` and what its next work depends on. Refuses a stream whose
+// capture was invalidated, and one that is not capturing, saying `not_capturing` (what to do
+// instead).
+struct capture_point {
+  cudaGraph_t graph = nullptr;
+  const cudaGraphNode_t* nodes = nullptr;
+  const cudaGraphEdgeData* data = nullptr;
+  std::size_t count = 0;
+};
+inline constexpr const char* not_capturing_use_graph =
+    "the stream is not capturing: pass the graph itself to add to a graph that is not being "
+    "captured";
+inline capture_point active_capture(cudaStream_t stream, const char* operation,
+                                    const char* not_capturing) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  capture_point point;
+  check(cudaStreamGetCaptureInfo(stream, &status, nullptr, &point.graph, &point.nodes, &point.data,
+                                 &point.count),
+        "cudaStreamGetCaptureInfo(stream)", __FILE__, __LINE__);
+  if (CURT_UNLIKELY(status != cudaStreamCaptureStatusActive))
+    raise(status == cudaStreamCaptureStatusInvalidated ? cudaErrorStreamCaptureInvalidated
+                                                       : cudaErrorIllegalState,
+          operation,
+          status == cudaStreamCaptureStatusInvalidated
+              ? "the stream's capture was invalidated by an earlier error: there is no graph to "
+                "add to; end the capture first"
+              : not_capturing,
+          __FILE__, __LINE__);
+  return point;
+}
+
 }  // namespace curt::detail
