@@ -6,6 +6,11 @@ curt_generator_args() {
 
 curt_jobs() { nproc 2>/dev/null || echo 2; }
 
+# Build tool arguments that keep going past a failed target, so one run shows every failure.
+curt_keep_going_args() {
+  if command -v ninja >/dev/null 2>&1; then echo "-- -k 0"; else echo "-- -k"; fi
+}
+
 # Installs Debian/Ubuntu packages that are missing (Catch2, Google Benchmark), as root or via sudo.
 curt_install_packages() {
   local missing=()

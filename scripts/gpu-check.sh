@@ -61,7 +61,7 @@ fi
 step configure cmake -S "$root" -B "$build" $(curt_generator_args) -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}"
 # A compiler that hangs (seen once: cudafe++ on one test file) must not use up a GPU lease.
-step build timeout "${BUILD_TIMEOUT:-300}" cmake --build "$build" -j "$jobs"
+step build timeout "${BUILD_TIMEOUT:-300}" cmake --build "$build" -j "$jobs" $(curt_keep_going_args)
 
 # Host-side tests in parallel; GPU tests and examples one at a time (some measure overlap).
 step ctest-host ctest --test-dir "$build" -LE 'gpu|examples' -j "$jobs" --output-on-failure

@@ -333,6 +333,7 @@ struct histogram_plan {
   explicit histogram_plan(curt::device d) : gpu(d), choice(d, 3) {
     curt::set_max_dynamic_shared_memory(gpu, per_lane_kernel<false>, kLaneSharedBytes);
     curt::set_max_dynamic_shared_memory(gpu, per_lane_kernel<true>, kLaneSharedBytes);
+    curt::set_max_dynamic_shared_memory(gpu, per_lane_kernel<false, true>, kLaneSharedBytes);
     global_blocks = curt::grid_to_fill_device(gpu, global_atomics_kernel, kBlockThreads);
     block_blocks = curt::grid_to_fill_device(gpu, per_block_kernel, kBlockThreads);
     warp_blocks = curt::grid_to_fill_device(gpu, per_warp_kernel, kBlockThreads);
