@@ -25,7 +25,9 @@
 // The capture calls run in the stream's context on a thread with no current context.
 #pragma once
 
+#include <curt/detail/green_lifetime.hpp>
 #include <curt/detail/handle_state.hpp>
+#include <curt/detail/host_function.hpp>
 #include <curt/error.hpp>
 #include <curt/graph.hpp>
 #include <curt/stream.hpp>
@@ -180,6 +182,53 @@ inline cudaGraph_t end_capture(cudaStream_t stream, bool& ended, bool owns_graph
                        std::move(log));
 }
 
+// What the capturing stream keeps alive (its green context, for a stream made by
+// green_context::make_stream()), shared with a graph captured on it: a CUDA user object holds the
+// reference, and executable graphs keep their source graph's. CUDA releases it on a thread of
+// its own, where CUDA calls are not allowed, so it is dropped on a user thread through the
+// deferred queue, as host functions are (the next synchronize or stream destruction).
+struct graph_stream_hold : host_task_base {
+  stream_hold hold;
+  explicit graph_stream_hold(stream_hold h) noexcept : hold(h) { destroy = &drop; }
+  static void drop(host_task_base* self) noexcept {
+    auto* kept = static_cast<graph_stream_hold*>(self);
+    kept->hold.run();
+    delete kept;
+  }
+  static void CUDART_CB released(void* self) noexcept {
+    deferred().push(static_cast<graph_stream_hold*>(self));
+  }
+};
+
+// `graph`, just captured on `stream` (alive), keeps what the stream keeps. One relaxed load when
+// no stream keeps anything.
+inline void share_stream_holds(cudaStream_t stream, cudaGraph_t graph) {
+  stream_hold hold = held_by_streams().share(stream);
+  if (CURT_LIKELY(hold.release == nullptr)) return;
+  graph_stream_hold* kept = nullptr;
+  try {
+    kept = new graph_stream_hold(hold);
+  } catch (...) {
+    hold.run();
+    throw;
+  }
+  stream_context_scope in_context(stream);
+  cudaUserObject_t object = nullptr;
+  cudaError_t status = cudaUserObjectCreate(&object, kept, &graph_stream_hold::released, 1,
+                                            cudaUserObjectNoDestructorSync);
+  if (CURT_UNLIKELY(status != cudaSuccess)) {
+    graph_stream_hold::drop(kept);
+    throw_error(status, "cudaUserObjectCreate(green context of the capturing stream)", __FILE__,
+                __LINE__);
+  }
+  status = cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove);
+  if (CURT_UNLIKELY(status != cudaSuccess)) {
+    (void)cudaUserObjectRelease(object, 1);  // drops the reference (through the deferred queue)
+    throw_error(status, "cudaGraphRetainUserObject(captured graph, green context)", __FILE__,
+                __LINE__);
+  }
+}
+
 // For a scope's destructor: ends a capture that did not reach end() and destroys the graph it
 // gives (when it is the scope's own). An invalidated or unjoined capture is what an exception
 // usually leaves behind: not reported; anything else goes to the error handler.
@@ -300,8 +349,10 @@ class capture_scope {
   /// Ends the capture and returns the graph. Throws for an invalidated capture (saying so), or
   /// when called twice.
   curt::graph end() {
-    return curt::graph::from_native_handle(
+    curt::graph g = curt::graph::from_native_handle(
         detail::end_capture(stream_, ended_, true, "curt::capture_scope::end()"));
+    detail::share_stream_holds(stream_, g.get());
+    return g;
   }
 
   stream_ref stream() const noexcept { return stream_; }
@@ -341,8 +392,8 @@ class capture_to_graph_scope {
   capture_to_graph_scope(stream_ref stream, graph_ref target,
                          const std::vector<graph_dependency>& dependencies,
                          capture_mode mode = capture_mode::global)
-      : stream_(stream.get()) {
-    cudaGraph_t g = target.get();
+      : stream_(stream.get()), target_(target.get()) {
+    cudaGraph_t g = target_;
     std::vector<cudaGraphNode_t> nodes(dependencies.size());
     std::vector<cudaGraphEdgeData> data(dependencies.size());
     for (std::size_t i = 0; i < dependencies.size(); ++i) {
@@ -358,8 +409,15 @@ class capture_to_graph_scope {
                          capture_mode = capture_mode::global) = delete;
   capture_to_graph_scope(stream_ref, curt::graph&&, const std::vector<graph_dependency>&,
                          capture_mode = capture_mode::global) = delete;
+  /// Ends the capture if end() was not called; what was captured stays in the target.
   ~capture_to_graph_scope() {
-    if (!ended_) detail::abandon_capture(stream_, false);
+    if (ended_) return;
+    detail::abandon_capture(stream_, false);
+    try {
+      detail::share_stream_holds(stream_, target_);
+    } catch (const std::exception& error) {
+      detail::handle_error(error);
+    }
   }
   capture_to_graph_scope(const capture_to_graph_scope&) = delete;
   capture_to_graph_scope& operator=(const capture_to_graph_scope&) = delete;
@@ -367,11 +425,13 @@ class capture_to_graph_scope {
   /// Ends the capture; the work is in the target graph. Throws for an invalidated capture.
   void end() {
     (void)detail::end_capture(stream_, ended_, false, "curt::capture_to_graph_scope::end()");
+    detail::share_stream_holds(stream_, target_);
   }
   stream_ref stream() const noexcept { return stream_; }
 
  private:
   stream_ref stream_;
+  cudaGraph_t target_;
   bool ended_ = false;
 };
 

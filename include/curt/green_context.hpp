@@ -31,9 +31,21 @@
 //
 // Lifetime. The driver requires streams to be destroyed before their green context. Streams made
 // by make_stream() keep their green context alive: it is destroyed when the owner and every
-// such stream are gone, in whatever order (a released stream keeps it for good). Streams made
-// any other way in a green context (a runtime stream made while context() was current, a raw
-// cuGreenCtxStreamCreate) are the caller's to destroy first.
+// such stream are gone, in whatever order (a released stream keeps it for good). So does a graph
+// captured through curt (capture, capture_scope, capture_to_graph) on such a stream, and every
+// executable graph made from it: CUDA lets go of a graph's references on a thread of its own, so
+// the green context goes at the next synchronize (of a stream, event or device) or stream
+// destruction after the last of them is destroyed. What curt caches in a green context of its own
+// (a thread's wait event for stream-on-stream waits, the stream of synchronous pool allocations
+// made while context() was current) is destroyed before it. Not covered, the caller's to keep
+// alive or to destroy first: streams made any other way in a green context (a runtime stream made
+// while context() was current, a raw cuGreenCtxStreamCreate); graph nodes added while context()
+// was current, and work of a green stream joined into a capture that began on another stream
+// (only the capturing stream's green context is kept); a raw capture (cudaStreamBeginCapture);
+// green contexts curt does not own (a green_context_ref of a raw handle; a released one, see
+// release() for what its new owner waits for). An
+// async_buffer allocated on a default stream while context() is current would be freed in the
+// green context: that allocation is refused (cudaErrorNotSupported); allocate on a green stream.
 //
 // Owners follow curt's rules: move-only; an empty (curt::no_handle), moved-from or released owner,
 // and a ref made from one, throw a cuda_error that says which. Driver functions are reached
@@ -190,18 +202,44 @@ inline void destroy_green_context(CUgreenCtx green) noexcept {
   }
 }
 
-/// What a green_context owner shares with the streams it made: the context is destroyed when
-/// the last of them lets go (see detail/green_lifetime.hpp).
+/// The id of a green context's driver context (what green_contexts() knows it by).
+inline unsigned long long green_context_id(CUgreenCtx green) {
+  unsigned long long id = 0;
+  CURT_DETAIL_DRIVER_CALL(cuCtxGetId, 12000, green_driver_context(green), &id);
+  return id;
+}
+
+/// What a green_context owner shares with the streams it made and the graphs captured on them:
+/// the context is destroyed when the last of them lets go (see detail/green_lifetime.hpp), after
+/// what curt kept in it.
 struct green_state {
-  explicit green_state(CUgreenCtx h) noexcept : handle(h) {}
+  green_state(CUgreenCtx h, unsigned long long id) noexcept : handle(h), context_id(id) {}
   CUgreenCtx handle;
-  atomic<int> references{1};          // the owner, and each stream made through it
+  unsigned long long context_id;      // of its driver context: the key in green_contexts()
+  atomic<int> references{1};          // the owner, each stream made through it, each graph
   atomic<bool> destroy_at_end{true};  // false once the owner released the handle
+  static void retain(void* self) noexcept {
+    static_cast<green_state*>(self)->references.fetch_add(1);
+  }
   static void drop(void* self) noexcept {
     auto* state = static_cast<green_state*>(self);
     if (state->references.fetch_sub(1) != 1) return;
-    if (state->destroy_at_end.load()) destroy_green_context(state->handle);
+    const bool destroying = state->destroy_at_end.load();
+    green_contexts().context_ending(state->context_id, destroying);  // curt's own things first
+    if (destroying) destroy_green_context(state->handle);
     delete state;
+  }
+  /// The state of a green context just made (or adopted); on failure the caller still owns it.
+  static green_state* make(CUgreenCtx h) {
+    const unsigned long long id = green_context_id(h);
+    auto* state = new green_state(h, id);
+    try {
+      green_contexts().context_made(id);
+    } catch (...) {
+      delete state;
+      throw;
+    }
+    return state;
   }
 };
 
@@ -442,7 +480,8 @@ class green_context_ref {
     return sm_resource(native_resource, device_, sm_resource_kind::whole, 0, 0);
   }
   /// The driver context of this green context (cuCtxFromGreenCtx), for driver and runtime calls
-  /// that need one current: runtime streams and events made while it is current belong to it.
+  /// that need one current: runtime streams and events made while it is current belong to it
+  /// (the caller's to destroy before the green context goes; see the file comment's Lifetime).
   /// It is a context of its own, not the device's primary one; current on one thread at a time.
   CUcontext context() const { return detail::green_driver_context(native("context()")); }
 
@@ -518,13 +557,14 @@ class green_context : public green_context_ref {
       : green_context_ref(detail::state_handle<CUgreenCtx>(detail::handle_state::empty), -1,
                           from_state_t{}) {}
 
-  /// Takes ownership of a green context made on device `d` (cuGreenCtxCreate); not null.
+  /// Takes ownership of a green context made on device `d` (cuGreenCtxCreate); not null. If this
+  /// throws, the handle stays the caller's.
   static green_context from_native_handle(curt::device d, CUgreenCtx handle) {
     if (handle == nullptr || detail::is_state_handle(handle))
       detail::raise(cudaErrorInvalidResourceHandle, "curt::green_context::from_native_handle",
                     "only a created green context can be owned, not null", __FILE__, __LINE__);
     green_context owner(no_handle);
-    owner.state_ = new detail::green_state(handle);
+    owner.state_ = detail::green_state::make(handle);
     owner.handle_ = handle;
     owner.device_ = d.ordinal();
     return owner;
@@ -548,7 +588,10 @@ class green_context : public green_context_ref {
   ~green_context() { destroy(); }
 
   /// Gives up ownership; the caller destroys the green context (cuGreenCtxDestroy), after every
-  /// stream made in it. The owner is then "released".
+  /// stream made in it and every graph captured on one is gone, and after every thread that
+  /// waited on one of its streams (stream::wait) has exited: such a thread keeps a reusable
+  /// event in the context until then (curt destroys the rest of what it cached there once the
+  /// last of those streams and graphs is gone). The owner is then "released".
   CUgreenCtx release() {
     CUgreenCtx h = native("release()");
     state_->destroy_at_end.store(false);
@@ -579,7 +622,8 @@ class green_context : public green_context_ref {
     curt::stream made = curt::stream::from_native_handle(created);
     state_->references.fetch_add(1);
     try {
-      detail::held_by_streams().add(created, detail::stream_hold{&detail::green_state::drop, state_});
+      detail::held_by_streams().add(created, detail::stream_hold{&detail::green_state::drop, state_,
+                                                                 &detail::green_state::retain});
     } catch (...) {
       state_->references.fetch_sub(1);  // `made` destroys the stream
       throw;
@@ -619,7 +663,7 @@ class green_context : public green_context_ref {
       detail::throw_green(status, "cuGreenCtxCreate for " + describe_creation(d, count, total),
                           __FILE__, __LINE__);
     try {
-      state_ = new detail::green_state(created);
+      state_ = detail::green_state::make(created);
     } catch (...) {
       detail::destroy_green_context(created);
       throw;

@@ -30,6 +30,7 @@
 #include <curt/detail/config.hpp>
 #include <curt/detail/driver_lookup.hpp>
 #include <curt/detail/entries.hpp>
+#include <curt/detail/green_lifetime.hpp>
 #include <curt/detail/handle_state.hpp>
 #include <curt/detail/span_like.hpp>
 #include <curt/device.hpp>
@@ -189,26 +190,75 @@ class pool_context_scope : public current_device_scope {
       : current_device_scope(where.is_device() ? where.id() : -1) {}
 };
 
-/// The stream of the current context that curt's synchronous pool allocations use: waiting for
-/// it waits for the allocation alone, not for the user's work. One per context (keyed by the
-/// context's process-unique id, so a reset context gets a new one), made on first use and never
-/// destroyed (a stream destroyed at exit may outlive its context). A context must be current.
-inline cudaStream_t allocation_stream() {
+/// The streams of curt's synchronous pool allocations, one per context: waiting for it waits for
+/// the allocation alone, not for the user's work. Keyed by the context's process-unique id, so a
+/// reset context gets a new one; made on first use and never destroyed (a stream destroyed at
+/// exit may outlive its context), except in curt's own green contexts, which destroy theirs
+/// before they go (green_contexts(): the driver would leak it).
+class allocation_streams {
+ public:
+  /// The stream of the current context (one must be current).
+  cudaStream_t for_current_context() {
+    const CUcontext context = current_context();
+    unsigned long long id = 0;
+    CURT_DETAIL_DRIVER_CALL(cuCtxGetId, 12000, context, &id);
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const entry& e : table_)
+      if (e.context_id == id) return e.stream;
+    entry fresh{id, nullptr};
+    check(cudaStreamCreateWithFlags(&fresh.stream, cudaStreamNonBlocking),
+          "cudaStreamCreateWithFlags(allocation stream)", __FILE__, __LINE__);
+    try {
+      table_.push_back(fresh);
+      (void)green_contexts().keep(id, context, fresh.stream, &destroy, /*shared=*/true);
+    } catch (...) {  // no memory for an entry
+      if (table_.size() != 0 && table_.back().context_id == id) table_.remove(&table_.back());
+      check_noexcept(cudaStreamDestroy(fresh.stream), "cudaStreamDestroy(allocation stream)",
+                     __FILE__, __LINE__);
+      throw;
+    }
+    return fresh.stream;
+  }
+
+ private:
   struct entry {
     unsigned long long context_id = 0;
     cudaStream_t stream = nullptr;
   };
-  static std::mutex* const mutex = new std::mutex;        // never destroyed, as the streams
-  static entries<entry>* const table = new entries<entry>;
-  unsigned long long id = 0;
-  CURT_DETAIL_DRIVER_CALL(cuCtxGetId, 12000, current_context(), &id);
-  std::lock_guard<std::mutex> lock(*mutex);
-  for (const entry& e : *table)
-    if (e.context_id == id) return e.stream;
-  entry fresh{id, nullptr};
-  check(cudaStreamCreateWithFlags(&fresh.stream, cudaStreamNonBlocking),
-        "cudaStreamCreateWithFlags(allocation stream)", __FILE__, __LINE__);
-  return table->push_back(fresh).stream;
+  // green_registry's destroy_fn: the green context of `id` is about to be destroyed.
+  static void destroy(CUcontext context, unsigned long long id, void* stream) noexcept;
+
+  std::mutex mutex_;
+  entries<entry> table_;
+};
+
+// Never destroyed, as the streams.
+inline allocation_streams& allocation_stream_table() {
+  static allocation_streams* table = new allocation_streams;
+  return *table;
+}
+inline cudaStream_t allocation_stream() { return allocation_stream_table().for_current_context(); }
+
+inline void allocation_streams::destroy(CUcontext context, unsigned long long id,
+                                        void* stream) noexcept {
+  allocation_streams& self = allocation_stream_table();
+  try {
+    unsigned long long now = 0;  // green_registry's rule: only while the context has that id
+    if (CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetId, 12000)(context, &now) != 0 || now != id) return;
+    {
+      std::lock_guard<std::mutex> lock(self.mutex_);
+      for (entry& e : self.table_)
+        if (e.context_id == id) {
+          self.table_.remove(&e);
+          break;
+        }
+    }
+    context_scope in(context);
+    check_noexcept(cudaStreamDestroy(static_cast<cudaStream_t>(stream)),
+                   "cudaStreamDestroy(allocation stream)", __FILE__, __LINE__);
+  } catch (const std::exception& error) {  // the context could not be made current
+    handle_error(error);
+  }
 }
 
 /// CCCL's rule for the alignment of pool allocations: a power of two no larger than 256 (what
@@ -243,11 +293,22 @@ struct free_place {
 
 /// The place to free an allocation just made on `stream` from this thread. For a default
 /// stream: the current context, or else the one stream_context_scope used for the allocation
-/// (the primary context of the runtime's current device).
-inline free_place free_place_for(cudaStream_t stream) {
+/// (the primary context of the runtime's current device). Refuses a default stream while one of
+/// curt's green contexts is current, naming `operation`: curt may destroy that context before
+/// the buffer goes, and nothing would be left to free it in.
+inline free_place free_place_for(cudaStream_t stream, const char* operation) {
   if (CURT_LIKELY(stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread))
     return {stream, nullptr};
-  if (CUcontext context = current_context()) return {stream, context};
+  if (CUcontext context = current_context()) {
+    if (CURT_UNLIKELY(is_curts_green_context(context)))
+      raise(cudaErrorNotSupported, std::string(operation) + " on a default stream",
+            "a curt::green_context's context is current: the buffer would be freed in it, and "
+            "curt destroys a green context when its owner and streams are gone, maybe before "
+            "the buffer; allocate on a stream of the green context (make_stream()), which keeps "
+            "it alive",
+            __FILE__, __LINE__);
+    return {stream, context};
+  }
   current_device_scope in_context;
   return {stream, current_context()};
 }
@@ -868,7 +929,11 @@ struct async_memory_kind {
 /// size() is 0. The memory is not initialized. A buffer allocated on a default stream frees on
 /// that default stream of the context it was allocated in, whatever context is current (or none)
 /// when it dies; the per-thread default stream is the destroying thread's, so a buffer of it
-/// destroyed on another thread should be freed explicitly (free(stream)).
+/// destroyed on another thread should be freed explicitly (free(stream)). While the context of
+/// one of curt's green contexts is current, allocating (or adopting) on a default stream is
+/// refused with cudaErrorNotSupported: the buffer would be freed in that context, which curt
+/// destroys once its owner and streams are gone, maybe first; use a stream made by
+/// green_context::make_stream(), which keeps the green context alive.
 template <class T>
 class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
   using base = detail::memory_owner<T, detail::async_memory_kind>;
@@ -885,7 +950,8 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
       detail::raise(cudaErrorInvalidValue, "curt::async_buffer::adopt(null, " +
                                                std::to_string(count) + ", stream)",
                     "a null pointer can only be adopted with a count of 0", __FILE__, __LINE__);
-    return async_buffer(data, count, detail::free_place_for(stream.get()));
+    return async_buffer(data, count,
+                        detail::free_place_for(stream.get(), "curt::async_buffer::adopt"));
   }
 
   async_buffer(async_buffer&&) noexcept = default;
@@ -924,7 +990,8 @@ template <class T>
 async_buffer<T> memory_pool_ref::allocate(std::size_t count, stream_ref stream) const {
   cudaStream_t s = stream.get();
   std::size_t bytes = detail::pool_bytes(count, sizeof(T), "curt::memory_pool_ref::allocate<T>");
-  detail::free_place where = detail::free_place_for(s);  // before: the owner is made noexcept
+  detail::free_place where =  // before: the owner is made noexcept
+      detail::free_place_for(s, "curt::memory_pool_ref::allocate<T>");
   void* p = allocate_bytes(bytes, s, "allocate<T>()");
   return async_buffer<T>(static_cast<T*>(p), count, where);
 }
@@ -935,7 +1002,8 @@ template <class T>
 async_buffer<T> allocate_async(std::size_t count, stream_ref stream) {
   cudaStream_t s = stream.get();
   std::size_t bytes = detail::pool_bytes(count, sizeof(T), "curt::allocate_async<T>");
-  detail::free_place where = detail::free_place_for(s);  // before: the owner is made noexcept
+  detail::free_place where =  // before: the owner is made noexcept
+      detail::free_place_for(s, "curt::allocate_async<T>");
   if (bytes == 0) return async_buffer<T>(nullptr, 0, where);
   void* p = nullptr;
   {

@@ -69,7 +69,10 @@ struct is_cccl_stream_ref<
 // entry is keyed by the context's handle and checked against its id, which is unique for the life
 // of the process: after cudaDeviceReset the primary context keeps its handle but not its id, and
 // the old event died with it. The stream waited on last is remembered, so waiting on it again
-// costs one driver call (the id check) instead of two.
+// costs one driver call (the id check) instead of two. An event made in one of curt's green
+// contexts is also kept in green_contexts(), which destroys it before curt destroys that green
+// context (the driver does not); the thread destroys it at exit only through that registry, so
+// the two never both destroy it.
 class wait_events {
  public:
   /// The event to record on `stream`; null when its context cannot be told. `remembered` says
@@ -103,6 +106,10 @@ class wait_events {
 
   ~wait_events() {
     for (const entry& e : entries_) {
+      if (e.green) {  // unless its green context destroyed it already
+        green_contexts().destroy_kept(e.id, e.event);
+        continue;
+      }
       try {
         if (!alive(e)) continue;  // the context is gone, and the event with it
         context_scope in(e.context);  // never wake another device's context at thread exit
@@ -119,11 +126,37 @@ class wait_events {
     CUcontext context = nullptr;
     unsigned long long id = 0;
     cudaEvent_t event = nullptr;
+    bool green = false;  // kept in green_contexts() too
   };
-  static bool alive(const entry& e) {
+  static bool alive(CUcontext context, unsigned long long expected) {
     unsigned long long id = 0;
-    return e.context != nullptr &&
-           CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetId, 12000)(e.context, &id) == 0 && id == e.id;
+    return context != nullptr &&
+           CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetId, 12000)(context, &id) == 0 && id == expected;
+  }
+  static bool alive(const entry& e) { return alive(e.context, e.id); }
+  // green_registry's destroy_fn for a wait event: only while its context has that id.
+  static void destroy_event(CUcontext context, unsigned long long id, void* event) noexcept {
+    try {
+      if (!alive(context, id)) return;
+      context_scope in(context);
+      check_noexcept(cudaEventDestroy(static_cast<cudaEvent_t>(event)),
+                     "cudaEventDestroy(wait event)", __FILE__, __LINE__);
+    } catch (const std::exception& error) {  // the context could not be made current
+      handle_error(error);
+    }
+  }
+  // Drops the entries of green contexts that are gone (their events went first), so that a
+  // long-lived thread does not collect them. On the path that makes an entry only.
+  void forget_gone_green_contexts() {
+    for (entry* e = entries_.begin(); e != entries_.end();) {
+      if (!e->green || alive(*e)) {
+        ++e;
+        continue;
+      }
+      green_contexts().destroy_kept(e->id, e->event);  // forgets it, if it is still kept
+      if (last_known_.context == e->context && last_known_.id == e->id) last_known_ = entry{};
+      entries_.remove(e);  // the last entry moves here: look at this place again
+    }
   }
   const entry& for_context(CUcontext context) {
     unsigned long long id = 0;
@@ -149,15 +182,26 @@ class wait_events {
     if (stale) {  // its context is gone (a reset), and its event with it
       if (last_known_.context == stale->context && last_known_.id == stale->id)
         last_known_ = entry{};  // never handed out again, not even for an owner of that id
+      if (stale->green) green_contexts().destroy_kept(stale->id, stale->event);
       entries_.remove(stale);
     }
-    entry fresh{context, id, nullptr};
+    forget_gone_green_contexts();
+    entry fresh{context, id, nullptr, false};
     {
       context_scope in(context);
       check(cudaEventCreateWithFlags(&fresh.event, cudaEventDisableTiming),
             "cudaEventCreateWithFlags(wait event)", __FILE__, __LINE__);
     }
-    return entries_.push_back(fresh);
+    try {
+      fresh.green = green_contexts().keep(id, context, fresh.event, &destroy_event);
+      return entries_.push_back(fresh);
+    } catch (...) {  // no memory for an entry
+      if (fresh.green)
+        green_contexts().destroy_kept(id, fresh.event);
+      else
+        destroy_event(context, id, fresh.event);
+      throw;
+    }
   }
 
   entries<entry> entries_;

@@ -36,6 +36,7 @@
 #include <curt/event.hpp>
 #include <curt/graph.hpp>
 #include <curt/graph_capture.hpp>
+#include <curt/graph_conditional.hpp>
 #include <curt/green_context.hpp>
 #include <curt/launch.hpp>
 #include <curt/memory.hpp>
@@ -44,10 +45,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <optional>
@@ -520,8 +524,35 @@ TEST_CASE("a green context's own SMs split again make partitions inside it") {
   CHECK(common(pn.sms, pw.sms).size() == pn.sms.size());  // the inner SMs are the outer's
 }
 
-TEST_CASE("green streams are curt::streams: copies, fills, pools, waits, events, timers, host "
-          "functions") {
+// Its own test case: compute-sanitizer 13.0's initcheck crashes (SIGSEGV on the main thread, no
+// error reported) on stream-ordered pool memory used on a green stream, raw CUDA included
+// (cudaMallocFromPoolAsync, memset, a kernel, a copy and cudaFreeAsync on a stream of
+// cuGreenCtxStreamCreate; the same on an ordinary stream passes). docs/design.md lists it.
+TEST_CASE("stream-ordered allocation from a pool on a green stream", "[no-initcheck]") {
+  const curt::device d = gpu();
+  const curt::sm_split split = smallest_groups(1);
+  curt::green_context gc(d, split.group(0));
+  curt::stream s = gc.make_stream();
+  const std::size_t n = 10'000 + random_word() % 10'000;
+  const std::vector<unsigned> x = random_words(n);
+  const unsigned a = random_word(), b = random_word();
+  device_array<unsigned> dx(x);
+  std::vector<unsigned> back(n, 0u);
+  {
+    curt::async_buffer<unsigned> y = curt::default_memory_pool(d).allocate<unsigned>(n, s);
+    curt::memset(y, 0xFF, s);
+    curt::launch(s, config_for(n), slow_affine_u32, dx.get(), y.data(), static_cast<int>(n), a, b,
+                 1'000'000ull);
+    curt::copy(back, y, s);
+    s.synchronize();
+  }  // freed on s (cudaFreeAsync)
+  s.synchronize();
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) bad += back[i] != a * x[i] + b;
+  CHECK(bad == 0);
+}
+
+TEST_CASE("green streams are curt::streams: copies, fills, waits, events, timers, host functions") {
   const curt::device d = gpu();
   const curt::sm_split split = smallest_groups(2);
   curt::green_context gc(d, split.group(0)), other_gc(d, split.group(1));
@@ -575,26 +606,6 @@ TEST_CASE("green streams are curt::streams: copies, fills, pools, waits, events,
     std::vector<unsigned> back(n, 0u);
     curt::copy(back, filled);
     CHECK(std::count(back.begin(), back.end(), filler) == static_cast<std::ptrdiff_t>(n));
-  }
-
-  SECTION("stream-ordered allocation from a pool on the green stream") {
-    const std::size_t n = 10'000 + random_word() % 10'000;
-    const std::vector<unsigned> x = random_words(n);
-    const unsigned a = random_word(), b = random_word();
-    device_array<unsigned> dx(x);
-    std::vector<unsigned> back(n, 0u);
-    {
-      curt::async_buffer<unsigned> y = curt::default_memory_pool(d).allocate<unsigned>(n, s);
-      curt::memset(y, 0xFF, s);
-      curt::launch(s, config_for(n), slow_affine_u32, dx.get(), y.data(), static_cast<int>(n), a, b,
-                   1'000'000ull);
-      curt::copy(back, y, s);
-      s.synchronize();
-    }  // freed on s (cudaFreeAsync)
-    s.synchronize();
-    std::size_t bad = 0;
-    for (std::size_t i = 0; i < n; ++i) bad += back[i] != a * x[i] + b;
-    CHECK(bad == 0);
   }
 
   SECTION("stream-on-stream waits between green and ordinary streams, both ways") {
@@ -972,4 +983,412 @@ TEST_CASE("a green context lives until its owner and every stream made by it are
   CURT_CHECK(cudaStreamDestroy(raw));
   INFO("first error handed to the handler: " << errors.message(0));
   CHECK(errors.count.load() == 0);
+}
+
+// ---- What curt leaves in a green context it destroys ------------------------------------------
+// Each of these once crashed the driver or left curt's resources in a destroyed green context
+// (exp/attack6 claims 1, 3 and 4): they run in a child process (a hidden test case of this
+// executable), and the parent judges its exit code and output. A child asks the driver about a
+// handle curt destroyed only at its very end, after every other check: left in a destroyed green
+// context, a stream or event answers cudaErrorContextIsDestroyed (cuGreenCtxDestroy's
+// documentation) or still works; destroyed, it is an invalid handle.
+
+namespace {
+
+constexpr const char* query_marker = "GREEN-CHILD-ASKS-ABOUT-DESTROYED-HANDLES";
+constexpr const char* end_marker = "GREEN-CHILD-REACHED-ITS-END";
+
+void say(const char* line) {
+  std::printf("%s\n", line);
+  std::fflush(stdout);
+}
+
+// True when the driver says the handle's object still exists (alive, or stranded in a destroyed
+// context).
+bool still_exists(cudaError_t status) {
+  return status == cudaSuccess || status == cudaErrorNotReady ||
+         status == cudaErrorContextIsDestroyed;
+}
+
+// The last questions ask about freed handles: not under compute-sanitizer, which checks API
+// calls itself. The child then ends there.
+bool skip_handle_questions() {
+  if (!curt_test::under_compute_sanitizer()) return false;
+  say("under compute-sanitizer: no questions about destroyed handles");
+  say(end_marker);
+  return true;
+}
+
+bool context_has_id(CUcontext context, unsigned long long id) {
+  unsigned long long now = 0;
+  return CURT_DRIVER_FUNCTION(cuCtxGetId, 12000)(context, &now) == CUDA_SUCCESS && now == id;
+}
+
+unsigned long long context_id(CUcontext context) {
+  unsigned long long id = 0;
+  CURT_DRIVER_CALL(cuCtxGetId, 12000, context, &id);
+  return id;
+}
+
+// Runs the hidden test case `name` in a child process and requires it to pass and reach its end.
+// The driver may crash on a freed handle: a death by signal after the child announced its last
+// question counts as "destroyed" (reported, not judged).
+void run_green_child(const std::string& name) {
+  curt_test::child_result child = curt_test::run_self(name);
+  INFO("child '" << name << "' exit code " << child.exit_code << ", output:\n" << child.output);
+  const bool asked = child.output.find(query_marker) != std::string::npos;
+  const bool ended = child.output.find(end_marker) != std::string::npos;
+  if (asked && !ended && child.exit_code >= 128) {
+    WARN("the driver crashed on a handle curt destroyed (it is gone, not stranded)");
+    return;
+  }
+  CHECK(child.exit_code == 0);
+  CHECK(ended);
+}
+
+std::size_t count_differences(const std::vector<unsigned>& got, const std::vector<unsigned>& want) {
+  std::size_t bad = got.size() == want.size() ? 0 : std::max(got.size(), want.size());
+  for (std::size_t i = 0; i < std::min(got.size(), want.size()); ++i) bad += got[i] != want[i];
+  return bad;
+}
+
+}  // namespace
+
+// attack6 claim 1: allocate_sync with a green context current made curt's cached allocation
+// stream in the green context, and curt destroyed the context with the stream still in it.
+TEST_CASE("green child: synchronous pool calls leave no stream of curt's in the green context",
+          "[.][green-child]") {
+  curt_test::error_recorder errors;
+  const curt::device d = gpu();
+  const curt::sm_split split = smallest_groups(1);
+  const curt::memory_pool_ref pool = curt::default_memory_pool(d);
+  const std::size_t n = (std::size_t(1) << 18) + random_word() % 4096;
+  const std::size_t bytes = n * sizeof(unsigned);
+  const std::vector<unsigned> x = random_words(n);
+  std::vector<unsigned> back(n, 0u);
+  cudaStream_t made = nullptr;
+  CUgreenCtx green = nullptr, owner_of_made = nullptr;
+  unsigned long long id = 0;
+  {
+    curt::green_context gc(d, split.group(0));
+    green = gc.get();
+    const CUcontext converted = gc.context();
+    id = context_id(converted);
+    {
+      curt::detail::context_scope in(converted);  // as a library working in the green context
+      void* p = pool.allocate_sync(bytes);
+      CURT_CHECK(cudaMemcpy(p, x.data(), bytes, cudaMemcpyHostToDevice));
+      CURT_CHECK(cudaMemcpy(back.data(), p, bytes, cudaMemcpyDeviceToHost));
+      pool.deallocate_sync(p, bytes);
+      made = curt::detail::allocation_stream();  // the one those calls used, cached
+      CURT_CHECK(cudaStreamSynchronize(made));
+      CURT_DRIVER_CALL(cuStreamGetGreenCtx, 12040, reinterpret_cast<CUstream>(made), &owner_of_made);
+    }
+    INFO("the premise: curt's allocation stream belongs to the green context");
+    REQUIRE(owner_of_made == green);
+    INFO("the green context keeps curt's allocation stream, to destroy it first");
+    REQUIRE(curt::detail::green_contexts().kept_count(id) == 1);
+  }  // the owner goes, and with no stream of it left curt destroys the green context
+  INFO("allocate_sync's memory under the green context: random words written and read back");
+  CHECK(count_differences(back, x) == 0);
+  INFO("after the green context was destroyed, curt keeps nothing of it");
+  REQUIRE(curt::detail::green_contexts().kept_count(id) == 0);
+  REQUIRE_FALSE(curt::detail::green_contexts().is_curts(id));
+  {  // the primary context's synchronous allocations are untouched
+    void* p = pool.allocate_sync(4096);
+    pool.deallocate_sync(p, 4096);
+  }
+  INFO("first error handed to the handler: " << errors.message(0));
+  REQUIRE(errors.count.load() == 0);
+  if (skip_handle_questions()) return;
+  say(query_marker);
+  const cudaError_t after = cudaStreamQuery(made);
+  (void)cudaGetLastError();
+  INFO("cudaStreamQuery(curt's allocation stream) after curt destroyed its green context: "
+       << cudaGetErrorName(after) << " (cudaErrorContextIsDestroyed or success: the stream was "
+       "left in the destroyed green context, leaked)");
+  CHECK_FALSE(still_exists(after));
+  say(end_marker);
+}
+
+TEST_CASE("synchronous pool calls in a green context leave no stream of curt's when it is "
+          "destroyed") {
+  run_green_child("green child: synchronous pool calls leave no stream of curt's in the green context");
+}
+
+// attack6 claim 4: x.wait(green stream) made the thread's reusable event in the green context,
+// and nothing destroyed it when curt destroyed the green context (one leaked event per green
+// context per thread).
+TEST_CASE("green child: a thread's wait events in green contexts go before their contexts",
+          "[.][green-child]") {
+  curt_test::error_recorder errors;
+  const curt::device d = gpu();
+  const curt::sm_split split = smallest_groups(1);
+  constexpr int cycles = 8;
+  std::vector<cudaEvent_t> events(cycles, nullptr);
+  cudaEvent_t exit_event = nullptr;
+  unsigned long long exit_id = 0;
+  auto lasting = std::make_unique<curt::green_context>(d, split.group(0));
+  on_fresh_thread_noted([&](thread_notes& notes) {
+    CURT_CHECK(cudaSetDevice(d.ordinal()));
+    CURT_CHECK(cudaFree(nullptr));  // the primary context current, as after any runtime call
+    curt::stream ordinary(d);
+    // ordinary waits on the green stream (the data says whether it waited); the event used.
+    auto wait_on = [&](const curt::stream& green_stream, cudaEvent_t& used,
+                       unsigned long long& id) {
+      const std::string problem =
+          wait_problem(green_stream, ordinary, [&] { ordinary.wait(green_stream); });
+      if (!problem.empty()) notes.failed.push_back("ordinary.wait(green stream): " + problem);
+      const CUcontext context = curt::detail::stream_context(green_stream.get());
+      id = context_id(context);
+      used = curt::detail::thread_wait_events().for_known_context(context, id);  // the cached one
+      if (curt::detail::green_contexts().kept_count(id) != 1)
+        notes.failed.push_back("the green context does not keep the thread's wait event");
+    };
+    for (int i = 0; i < cycles; ++i) {
+      auto gc = std::make_unique<curt::green_context>(d, split.group(0));
+      std::optional<curt::stream> s(gc->make_stream());
+      const CUcontext converted = gc->context();
+      unsigned long long id = 0;
+      wait_on(*s, events[i], id);
+      s.reset();
+      gc.reset();  // curt destroys the green context, and this thread's event in it first
+      GREEN_NOTE(notes, curt::detail::green_contexts().kept_count(id) == 0);
+      GREEN_NOTE(notes, !context_has_id(converted, id));
+    }
+    curt::stream s = lasting->make_stream();
+    wait_on(s, exit_event, exit_id);
+  });  // the thread exits: its event in `lasting` goes now, through the green context's registry
+  {
+    INFO("the thread's event in a green context that outlived the thread went at its exit");
+    CHECK(curt::detail::green_contexts().kept_count(exit_id) == 0);
+    CHECK(curt::detail::green_contexts().is_curts(exit_id));
+  }
+  lasting.reset();  // nothing of curt's left in it: no event may be destroyed twice
+  INFO("first error handed to the handler: " << errors.message(0));
+  REQUIRE(errors.count.load() == 0);
+  if (skip_handle_questions()) return;
+  say(query_marker);
+  std::vector<std::string> remaining;
+  for (int i = 0; i <= cycles; ++i) {
+    const cudaEvent_t e = i < cycles ? events[i] : exit_event;
+    const cudaError_t status = cudaEventQuery(e);
+    (void)cudaGetLastError();
+    if (still_exists(status))
+      remaining.push_back((i < cycles ? "cycle " + std::to_string(i) : std::string("at exit")) +
+                          ": " + cudaGetErrorName(status));
+  }
+  std::string list;
+  for (const std::string& r : remaining) list += "\n  " + r;
+  INFO("wait events still there after curt destroyed their green context (" << remaining.size()
+       << " of " << cycles + 1 << "):" << list);
+  CHECK(remaining.empty());
+  say(end_marker);
+}
+
+TEST_CASE("wait events curt made in green contexts are destroyed before their contexts, or at "
+          "the thread's exit") {
+  run_green_child("green child: a thread's wait events in green contexts go before their contexts");
+}
+
+// attack6 claim 3: a graph captured on a green stream did not keep its green context: once the
+// owner and the stream were gone curt destroyed it, and launching the graph crashed (SIGSEGV).
+TEST_CASE("green child: graphs captured on green streams keep their green contexts",
+          "[.][green-child]") {
+  curt_test::error_recorder errors;
+  const curt::device d = gpu();
+  const curt::sm_split split = smallest_groups(1);
+  const unsigned partition = split.group_sm_count();
+  curt::stream ordinary(d);
+  tagged_work w(16 * sm_total(), 10'000);
+
+  // curt::capture into a new graph, and capture_to_graph into one of the caller's.
+  std::optional<curt::graph> captured;
+  std::optional<curt::graph> target(curt::graph::create());
+  std::optional<curt::graph_exec> exec;
+  CUcontext first_context = nullptr, second_context = nullptr;
+  unsigned long long first_id = 0, second_id = 0;
+  {
+    curt::green_context first(d, split.group(0)), second(d, split.group(0));
+    first_context = first.context();
+    second_context = second.context();
+    first_id = context_id(first_context);
+    second_id = context_id(second_context);
+    curt::stream s = first.make_stream(), t = second.make_stream();
+    captured.emplace(curt::capture(s, [&] { w.launch(s); }));
+    exec.emplace(captured->instantiate());
+    curt::capture_to_graph(t, *target, [&] { w.launch(t); });
+  }  // owners and streams gone: only the graphs hold the green contexts
+  // A conditional body filled by capture_to_graph on a green stream (a graph CUDA owns, inside
+  // the caller's) keeps the green context too.
+  std::optional<curt::graph> conditional_parent(curt::graph::create());
+  CUcontext third_context = nullptr;
+  unsigned long long third_id = 0;
+  {
+    curt::green_context third(d, split.group(0));
+    third_context = third.context();
+    third_id = context_id(third_context);
+    curt::stream u = third.make_stream();
+    const curt::graph_ref body = [&] {
+      // The conditional node, its handle and its body's nodes share one context (CUDA's rule).
+      curt::detail::context_scope in(third.context());
+      curt::conditional_handle always = curt::conditional_handle::create(
+          *conditional_parent, 1, curt::conditional_flags::assign_default);
+      return curt::add_if_node(*conditional_parent, {}, always).body();
+    }();
+    curt::capture_to_graph(u, body, [&] { w.launch(u); });
+  }
+  {
+    INFO("the graphs keep the three green contexts alive");
+    REQUIRE(curt::detail::green_contexts().is_curts(first_id));
+    REQUIRE(curt::detail::green_contexts().is_curts(second_id));
+    REQUIRE(curt::detail::green_contexts().is_curts(third_id));
+    REQUIRE(context_has_id(first_context, first_id));
+    REQUIRE(context_has_id(second_context, second_id));
+    REQUIRE(context_has_id(third_context, third_id));
+  }
+  say("GREEN-CHILD-LAUNCHES-GRAPHS-OF-GONE-OWNERS");
+  auto run = [&](curt::graph_exec_ref e, const char* what) {
+    w.poison();
+    e.launch(ordinary);
+    ordinary.synchronize();
+    check_inside(observe(w), partition, what);
+  };
+  run(*exec, "the executable graph, its green context's owner and stream gone");
+  run(captured->instantiate(), "a new instantiation of the captured graph");
+  run(target->instantiate(), "capture_to_graph's target, its green context's owner and stream gone");
+  run(conditional_parent->instantiate(),
+      "a conditional body captured on a green stream, its owner and stream gone");
+  captured.reset();  // the executable graph still holds the first green context
+  ordinary.synchronize();
+  run(*exec, "the executable graph, its source graph gone too");
+  CHECK(curt::detail::green_contexts().is_curts(first_id));
+
+  // Once the last graph holding one is gone, curt destroys each green context (at a drain point
+  // after CUDA released the graphs' references on its own thread).
+  exec.reset();
+  target.reset();
+  conditional_parent.reset();
+  bool gone = false;
+  for (int step = 0; step < 1000 && !gone; ++step) {
+    ordinary.synchronize();  // a drain point
+    gone = !curt::detail::green_contexts().is_curts(first_id) &&
+           !curt::detail::green_contexts().is_curts(second_id) &&
+           !curt::detail::green_contexts().is_curts(third_id);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  INFO("10 s after their last graph went, curt still had the green contexts: first "
+       << curt::detail::green_contexts().is_curts(first_id) << ", second "
+       << curt::detail::green_contexts().is_curts(second_id) << ", third "
+       << curt::detail::green_contexts().is_curts(third_id));
+  CHECK(gone);
+  CHECK_FALSE(context_has_id(first_context, first_id));
+  CHECK_FALSE(context_has_id(second_context, second_id));
+  CHECK_FALSE(context_has_id(third_context, third_id));
+  INFO("first error handed to the handler: " << errors.message(0));
+  CHECK(errors.count.load() == 0);
+  say(end_marker);
+}
+
+TEST_CASE("a graph captured on a green stream keeps its green context until it and its "
+          "executable graphs are gone") {
+  run_green_child("green child: graphs captured on green streams keep their green contexts");
+}
+
+// A released green context is its new owner's to destroy: once its last stream is gone curt
+// destroys the allocation stream it made there, so that nothing of curt's is left in it.
+// [no-initcheck]: initcheck crashed here on the H200 (SIGSEGV on the main thread, no frames), as
+// it does on any pool memory used in a green context (see the pool test above).
+TEST_CASE("a released green context keeps no allocation stream of curt's once its streams are "
+          "gone",
+          "[no-initcheck]") {
+  curt_test::error_recorder errors;
+  const curt::device d = gpu();
+  const curt::sm_split split = smallest_groups(1);
+  const curt::memory_pool_ref pool = curt::default_memory_pool(d);
+  const std::size_t n = 4096 + random_word() % 4096;
+  const std::vector<unsigned> x = random_words(n);
+  std::vector<unsigned> back(n, 0u);
+  CUgreenCtx released = nullptr;
+  CUcontext converted = nullptr;
+  unsigned long long id = 0;
+  {
+    curt::green_context gc(d, split.group(0));
+    curt::stream s = gc.make_stream();
+    converted = gc.context();
+    id = context_id(converted);
+    {
+      curt::detail::context_scope in(converted);
+      void* p = pool.allocate_sync(n * sizeof(unsigned));
+      CURT_CHECK(cudaMemcpy(p, x.data(), n * sizeof(unsigned), cudaMemcpyHostToDevice));
+      CURT_CHECK(cudaMemcpy(back.data(), p, n * sizeof(unsigned), cudaMemcpyDeviceToHost));
+      pool.deallocate_sync(p, n * sizeof(unsigned));
+    }
+    REQUIRE(curt::detail::green_contexts().kept_count(id) == 1);
+    released = gc.release();
+    INFO("its stream still holds it: curt's allocation stream stays");
+    CHECK(curt::detail::green_contexts().kept_count(id) == 1);
+  }  // the last stream goes
+  CHECK(count_differences(back, x) == 0);
+  INFO("the released green context is alive, no longer curt's, and holds nothing of curt's");
+  CHECK(context_has_id(converted, id));
+  CHECK_FALSE(curt::detail::green_contexts().is_curts(id));
+  CHECK(curt::detail::green_contexts().kept_count(id) == 0);
+  CURT_DRIVER_CALL(cuGreenCtxDestroy, 12040, released);  // the new owner's part
+  INFO("first error handed to the handler: " << errors.message(0));
+  CHECK(errors.count.load() == 0);
+}
+
+// attack7 claim 3: an async_buffer of a default stream, allocated while a green context was
+// current, recorded the green context as the place to free it; curt destroyed the green context
+// first and the free failed or crashed. Now the allocation is refused, saying why.
+TEST_CASE("a default-stream allocation while a green context is current is refused, saying why") {
+  using curt_test::require_cuda_error;
+  const curt::device d = gpu();
+  const curt::sm_split split = smallest_groups(1);
+  const curt::memory_pool_ref pool = curt::default_memory_pool(d);
+  const std::size_t n = 4096 + random_word() % 4096;
+  const std::vector<unsigned> x = random_words(n);
+  curt::green_context gc(d, split.group(0));
+  curt::stream s = gc.make_stream();
+  std::vector<unsigned> back(n, 0u);
+  {
+    curt::detail::context_scope in(gc.context());
+    const char* why[] = {"on a default stream", "green_context", "make_stream()"};
+    require_cuda_error([&] { (void)curt::allocate_async<unsigned>(n, curt::stream_ref::legacy_default()); },
+                       cudaErrorNotSupported, {"curt::allocate_async<T>", why[0], why[1], why[2]});
+    require_cuda_error(
+        [&] { (void)pool.allocate<unsigned>(n, curt::stream_ref::per_thread_default()); },
+        cudaErrorNotSupported, {"curt::memory_pool_ref::allocate<T>", why[0], why[1], why[2]});
+    unsigned* raw = nullptr;
+    CURT_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&raw), n * sizeof(unsigned), s));
+    require_cuda_error(
+        [&] { (void)curt::async_buffer<unsigned>::adopt(raw, n, curt::stream_ref::legacy_default()); },
+        cudaErrorNotSupported, {"curt::async_buffer::adopt", why[0], why[1]});
+    curt::async_buffer<unsigned> adopted = curt::async_buffer<unsigned>::adopt(raw, n, s);
+    // On the green context's own stream it works, and the buffer keeps the context alive.
+    curt::async_buffer<unsigned> y = curt::allocate_async<unsigned>(n, s);
+    curt::copy(y, x, s);
+    curt::copy(back, y, s);
+    s.synchronize();
+  }
+  INFO("allocate_async on the green stream: random words written and read back");
+  CHECK(count_differences(back, x) == 0);
+
+  // The control: with the primary context current a default stream is fine.
+  std::vector<unsigned> again(n, 0u);
+  curt_test::on_fresh_thread([&] {
+    CURT_CHECK(cudaSetDevice(d.ordinal()));
+    CURT_CHECK(cudaFree(nullptr));
+    {
+      curt::async_buffer<unsigned> z =
+          curt::allocate_async<unsigned>(n, curt::stream_ref::legacy_default());
+      curt::copy(z, x, curt::stream_ref::legacy_default());
+      curt::copy(again, z, curt::stream_ref::legacy_default());
+      curt::stream_ref::legacy_default().synchronize();
+    }
+    CURT_CHECK(cudaStreamSynchronize(cudaStreamLegacy));  // the free is done
+  });
+  INFO("allocate_async on the legacy default stream with the primary context current");
+  CHECK(count_differences(again, x) == 0);
 }

@@ -1,7 +1,8 @@
 // Green contexts without a GPU: the bookkeeping curt does itself because CUDA 13.0 does not (what
 // a split request may ask, whether a split delivered exactly what was asked, which resources make
-// one partition), the table through which streams keep their green context alive, and owners
-// that hold nothing. Handles here are made up: none of these paths may reach CUDA.
+// one partition), the table through which streams (and graphs captured on them) keep their green
+// context alive, the registry of what curt keeps in its green contexts, and owners that hold
+// nothing. Handles here are made up: none of these paths may reach CUDA.
 #include <catch.hpp>
 #include <expect.hpp>
 
@@ -11,6 +12,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace {
 
@@ -150,6 +152,91 @@ TEST_CASE("a stream hold is taken once, by its stream's handle, and run once", "
   curt::detail::stream_hold none;
   none.run();  // an empty hold does nothing
   CHECK(released == 11);
+}
+
+TEST_CASE("a shared stream hold is one more reference, dropped by its own run()", "[green]") {
+  struct counted {
+    int references = 1;
+  };
+  auto drop = [](void* object) noexcept { --static_cast<counted*>(object)->references; };
+  auto retain = [](void* object) noexcept { ++static_cast<counted*>(object)->references; };
+  counted green, plain;
+  curt::detail::stream_holds holds;
+  CHECK(holds.share(fake_stream(0x1000)).release == nullptr);  // empty table: nothing to share
+  holds.add(fake_stream(0x1000), {drop, &green, retain});
+  holds.add(fake_stream(0x2000), {drop, &plain});  // no retain: cannot be shared
+  CHECK(holds.share(fake_stream(0x3000)).release == nullptr);
+  CHECK(holds.share(fake_stream(0x2000)).release == nullptr);
+  CHECK(plain.references == 1);
+  curt::detail::stream_hold first = holds.share(fake_stream(0x1000));
+  curt::detail::stream_hold second = holds.share(fake_stream(0x1000));
+  CHECK(first.object == &green);
+  CHECK(green.references == 3);
+  holds.take(fake_stream(0x1000)).run();  // the stream goes: the graphs' references remain
+  CHECK(green.references == 2);
+  CHECK(holds.share(fake_stream(0x1000)).release == nullptr);  // taken: nothing to share
+  first.run();
+  second.run();
+  CHECK(green.references == 0);
+  holds.take(fake_stream(0x2000)).run();
+  CHECK(plain.references == 0);
+}
+
+namespace {
+// What a green_registry destroyed, in order: "context id:handle".
+std::vector<std::string> destroyed;
+void record_destroy(CUcontext, unsigned long long id, void* handle) noexcept {
+  destroyed.push_back(std::to_string(id) + ":" +
+                      std::to_string(reinterpret_cast<std::uintptr_t>(handle)));
+}
+void* fake_handle(std::uintptr_t value) { return reinterpret_cast<void*>(value); }
+}  // namespace
+
+TEST_CASE("what curt keeps in its green contexts is destroyed once, before the context or by its "
+          "owner", "[green]") {
+  destroyed.clear();
+  curt::detail::green_registry registry;
+  const CUcontext context = reinterpret_cast<CUcontext>(std::uintptr_t(0x5000));
+  CHECK_FALSE(registry.any());
+  CHECK_FALSE(registry.is_curts(7));
+  CHECK_FALSE(registry.keep(7, context, fake_handle(1), record_destroy));  // no green context yet
+
+  registry.context_made(7);
+  registry.context_made(8);
+  CHECK(registry.any());
+  CHECK(registry.is_curts(7));
+  CHECK_FALSE(registry.is_curts(9));
+  CHECK_FALSE(registry.keep(9, context, fake_handle(1), record_destroy));  // not curt's: not kept
+  CHECK(registry.keep(7, context, fake_handle(1), record_destroy));
+  CHECK(registry.keep(7, context, fake_handle(2), record_destroy));
+  CHECK(registry.keep(8, context, fake_handle(1), record_destroy));  // the same value, elsewhere
+  CHECK(registry.kept_count(7) == 2);
+
+  // An owner (a thread at exit) destroys its own: once, and only that context's.
+  registry.destroy_kept(7, fake_handle(1));
+  registry.destroy_kept(7, fake_handle(1));
+  registry.destroy_kept(9, fake_handle(2));
+  CHECK(destroyed == std::vector<std::string>{"7:1"});
+  CHECK(registry.kept_count(7) == 1);
+  CHECK(registry.kept_count(8) == 1);
+
+  // curt destroys context 7: what is left of it goes first, and it is no longer curt's.
+  registry.context_ending(7, true);
+  CHECK(destroyed == std::vector<std::string>{"7:1", "7:2"});
+  CHECK(registry.kept_count(7) == 0);
+  CHECK_FALSE(registry.is_curts(7));
+  registry.destroy_kept(7, fake_handle(2));  // its thread exits later: nothing left to destroy
+  CHECK(destroyed.size() == 2);
+  CHECK_FALSE(registry.keep(7, context, fake_handle(3), record_destroy));
+
+  // A released one (context 8): nothing is destroyed with it; the owner destroys its own later.
+  registry.context_ending(8, false);
+  CHECK(destroyed.size() == 2);
+  CHECK_FALSE(registry.any());
+  CHECK(registry.kept_count(8) == 1);
+  registry.destroy_kept(8, fake_handle(1));
+  CHECK(destroyed == std::vector<std::string>{"7:1", "7:2", "8:1"});
+  CHECK(registry.kept_count(8) == 0);
 }
 
 TEST_CASE("owners that hold no green context throw, saying which, before any CUDA call",
