@@ -122,6 +122,35 @@ inline unsigned long long native_instantiate_flags(instantiate_flags flags) {
   return static_cast<unsigned long long>(flags);
 }
 
+/// Set once curt made a device-updatable kernel node in this process: from then on copies of
+/// graphs are checked for such nodes (the check walks the graph, so other programs skip it).
+inline atomic<bool>& device_updatable_nodes_made() noexcept {
+  static atomic<bool> made{false};
+  return made;
+}
+
+/// Refuses a copy of a graph holding `updatable` device-updatable kernel nodes (its child graphs'
+/// included): the copy's nodes are not the ones their device handles name, so device code would
+/// change the original, never the copy. `remedy` says what to do instead. No CUDA call.
+inline void refuse_device_updatable_count(std::size_t updatable, const char* operation,
+                                          const char* remedy) {
+  if (CURT_LIKELY(updatable == 0)) return;
+  raise(cudaErrorNotSupported, operation,
+        "the graph holds " + std::to_string(updatable) +
+            " device-updatable kernel node(s): a copy's nodes are not the ones their device "
+            "handles (updatable_kernel_node::device_handle()) name, so changes made from the "
+            "device would never reach the copy; " +
+            remedy + ". Nothing was copied",
+        __FILE__, __LINE__);
+}
+/// The same for `graph`, counted once curt has made such a node. Needs a context.
+inline void refuse_device_updatable_copy(cudaGraph_t graph, const char* operation,
+                                         const char* remedy) {
+  if (CURT_LIKELY(!device_updatable_nodes_made().load(order::relaxed))) return;
+  refuse_device_updatable_count(count_single_exec_nodes(graph).device_updatable, operation,
+                                remedy);
+}
+
 /// The executable graphs curt updated as a whole (graph_exec_ref::update, try_update). CUDA then
 /// hands the executable graph the references of the graph it was updated from, so the host
 /// callables it calls are that graph's: a per-node update of a host node (which names a node of
@@ -214,7 +243,8 @@ class graph_ref {
   bool valid() const noexcept { return !detail::is_state_handle(handle_); }
 
   /// A copy of the graph and its user objects. CUDA cannot clone a graph that holds memory
-  /// allocation, memory free or conditional nodes.
+  /// allocation, memory free or conditional nodes; curt refuses one that holds device-updatable
+  /// kernel nodes (the copy's are not the ones their device handles name).
   inline graph clone() const;
 
   /// An executable graph (cudaGraphInstantiateWithParams). A failure names the instantiation
@@ -576,6 +606,10 @@ inline graph graph_ref::clone() const {
   cudaError_t status;
   {
     detail::current_device_scope in_context(detail::any_context);
+    detail::refuse_device_updatable_copy(
+        g, "curt::graph::clone()",
+        "instantiate the graph itself (one executable graph at a time), or build or capture it "
+        "again for a second one with handles of its own");
     status = cudaGraphClone(&copy, g);
   }
   if (CURT_UNLIKELY(status != cudaSuccess)) detail::throw_clone_error(status, g, __FILE__, __LINE__);

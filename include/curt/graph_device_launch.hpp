@@ -59,6 +59,11 @@
 // - its graph has one executable graph at a time (a second instantiation is refused, naming the
 //   device-updatable node(s)), and neither the graph nor that executable graph can be given to
 //   graph_exec::update (cudaGraphExecUpdate);
+// - its graph is never copied: the copy's node is not the one the handle names, so device-side
+//   changes would not reach it. curt refuses clone() and add_child_graph_node(parent, deps, g)
+//   (a copy) of such a graph, also as a child of another, before CUDA is called; move it in
+//   instead, add_child_graph_node(parent, deps, std::move(g)), and the handle names the node
+//   the parent runs (the parent then has these rules);
 // - the executable graph must be uploaded before a launch whose own kernels change the node (and
 //   before any launch that should see changes made from the device: instantiate_and_upload or
 //   upload());
@@ -412,6 +417,7 @@ void query_parameter_offsets(const void* kernel, unsigned* offsets, const char* 
 // Makes `node` device-updatable and returns its device handle. The caller has made the context
 // current.
 inline cudaGraphDeviceNode_t make_node_device_updatable(cudaGraphNode_t node, const void* kernel) {
+  device_updatable_nodes_made().store(true, order::relaxed);  // before: copies are checked
   cudaLaunchAttributeValue value{};
   value.deviceUpdatableKernelNode.deviceUpdatable = 1;
   cudaError_t status =
@@ -479,8 +485,11 @@ inline std::pair<cudaGraphNode_t, cudaGraphDeviceNode_t> captured_device_node(
 /// compile time; attributes kernel nodes do not take refused before CUDA is called). Returns the
 /// node and its device handle (device_handle()), which knows where each parameter lies for
 /// set_argument. CUDA's rules for such nodes are in the file comment: above all, the graph then has
-/// one executable graph at a time, is never given to graph_exec::update, and is uploaded before a
-/// launch that should see device-side changes. A refused addition leaves the graph as it was.
+/// one executable graph at a time, is never given to graph_exec::update, is uploaded before a
+/// launch that should see device-side changes, and is never copied (clone(), or a copied child
+/// graph: refused, since the copy's node is not the handle's; move it into a parent instead:
+/// add_child_graph_node(parent, deps, std::move(g))). A refused addition leaves the graph as it
+/// was.
 template <class... Params, class... Args>
 updatable_kernel_node<Params...> add_device_updatable_kernel_node(
     graph_ref g, const node_dependencies& dependencies, const launch_config& config,
@@ -548,6 +557,7 @@ updatable_kernel_node<Params...> launch_device_updatable(stream_ref capturing,
       attributes[kept].val.deviceUpdatableKernelNode.deviceUpdatable = 1;
       native.attrs = attributes;
       native.numAttrs = kept + 1;
+      detail::device_updatable_nodes_made().store(true, detail::order::relaxed);
       cudaError_t status = detail::launch_native(native, entry, arguments.pointers);
       if (CURT_UNLIKELY(status != cudaSuccess)) detail::throw_launch_error(status, native, entry);
       std::pair<cudaGraphNode_t, cudaGraphDeviceNode_t> captured =

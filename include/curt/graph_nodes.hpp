@@ -269,14 +269,17 @@ graph_node add_host_node(graph_ref g, const node_dependencies& dependencies, F&&
 
 /// Adds a node running a copy of `child` (cudaGraphChildGraphOwnershipClone): `child` stays the
 /// caller's, and changing it later does not change the node. CUDA copies no graph that holds
-/// memory allocation or free nodes (move such a child in) or conditional nodes (never a child).
+/// memory allocation or free nodes (move such a child in) or conditional nodes (never a child);
+/// curt copies none that holds device-updatable kernel nodes (move it in: their device handles
+/// name the original's nodes, not the copy's).
 inline graph_node add_child_graph_node(graph_ref g, const node_dependencies& dependencies,
                                        graph_ref child) {
   return detail::add_child(g, dependencies, child, cudaGraphChildGraphOwnershipClone);
 }
 /// Adds a node running `child` itself, which the parent takes over (cudaGraphChildGraphOwnershipMove):
 /// the owner is released and the child is destroyed with the parent. The way to embed a child
-/// that holds memory allocation or free nodes. If CUDA refuses, `child` keeps its graph.
+/// that holds memory allocation or free nodes, or device-updatable kernel nodes (their handles
+/// keep naming them). If CUDA refuses, `child` keeps its graph.
 inline graph_node add_child_graph_node(graph_ref g, const node_dependencies& dependencies,
                                        graph&& child) {
   graph_node node = detail::add_child(g, dependencies, child, cudaGraphChildGraphOwnershipMove);

@@ -15,6 +15,9 @@
 //   launches until changed again;
 // - a scheduler resizes a node of another device graph (grid and two arguments) from the data
 //   and tail-launches that graph;
+// - a graph with a device-updatable node is never copied: a copied child and clone() are refused
+//   before CUDA is called (also one level down), naming the remedy; moved into a parent, the
+//   node is changed by the parent's kernel as the plans say;
 // - refusals with a message that says why (tag [api-error]): a device_graph of an executable
 //   graph not instantiated for device launch, or of a moved-from owner; a second executable graph
 //   of a graph with a device-updatable node, and a whole-graph update of it; attributes kernel
@@ -624,6 +627,75 @@ TEST_CASE("a kernel outside the graph changes a device-updatable node before a l
   const plan on{1, full, random_coefficient()};
   change(on);
   run_and_require(on, "after enabling it again over the whole grid");
+}
+
+TEST_CASE("a graph with a device-updatable node is never copied (copied child, clone()); moved "
+          "into a parent, the parent's kernel changes the node",
+          "[graph][device-update][api-error]") {
+  curt::device d(0);
+  curt::stream s(d);
+  const int n = random_size();
+  const unsigned full = static_cast<unsigned>(curt::ceil_div(n, block_size));
+  const int b = random_coefficient(), a0 = random_coefficient();
+  device_array<int> x(count(n)), y(count(n)), status(3);
+  device_array<plan> plans(1);
+  device_array<target_node> slot(1);
+
+  curt::graph g = curt::graph::create();
+  auto target = curt::add_device_updatable_kernel_node(
+      g, {}, curt::launch_config(dim3(1), dim3(block_size)), affine_plain,
+      static_cast<const int*>(x.get()), y.get(), n, a0, b);
+  slot.upload({target.device_handle()});
+  curt::graph parent = curt::graph::create();
+  curt::graph_node updater = curt::add_kernel_node(
+      parent, {}, one_thread, apply_plan, static_cast<const plan*>(plans.get()),
+      static_cast<const target_node*>(slot.get()), status.get());
+
+  // A copy's node is not the handle's: refused before CUDA is called, nothing added or copied.
+  require_cuda_error([&] { (void)curt::add_child_graph_node(parent, {updater}, g); },
+                     cudaErrorNotSupported,
+                     {"curt::add_child_graph_node(child graph, copied)",
+                      "the graph holds 1 device-updatable kernel node(s)",
+                      "updatable_kernel_node::device_handle()", "never reach the copy",
+                      "curt::add_child_graph_node(parent, dependencies, std::move(child))",
+                      "Nothing was copied"});
+  CHECK(parent.node_count() == 1);
+  CHECK(g.valid());
+  require_cuda_error([&] { (void)g.clone(); }, cudaErrorNotSupported,
+                     {"curt::graph::clone()", "the graph holds 1 device-updatable kernel node(s)",
+                      "never reach the copy", "Nothing was copied"});
+  CHECK(cudaGetLastError() == cudaSuccess);
+
+  // Moved in: the parent runs the node itself.
+  const cudaGraph_t moved_handle = g.get();
+  curt::graph_node child = curt::add_child_graph_node(parent, {updater}, std::move(g));
+  CHECK_FALSE(g.valid());
+  cudaGraph_t inside = nullptr;
+  CURT_CHECK(cudaGraphChildGraphNodeGetGraph(child.get(), &inside));
+  CHECK(inside == moved_handle);
+  CHECK(parent.node_count() == 2);
+
+  // The node in a child graph counts: the parent is not copied either.
+  curt::graph outer = curt::graph::create();
+  require_cuda_error([&] { (void)curt::add_child_graph_node(outer, {}, parent); },
+                     cudaErrorNotSupported,
+                     {"curt::add_child_graph_node(child graph, copied)",
+                      "the graph holds 1 device-updatable kernel node(s)", "std::move(child)"});
+  require_cuda_error([&] { (void)parent.clone(); }, cudaErrorNotSupported,
+                     {"curt::graph::clone()", "1 device-updatable kernel node(s)"});
+  CHECK(outer.node_count() == 0);
+  CHECK(cudaGetLastError() == cudaSuccess);
+
+  curt::graph_exec exec = parent.instantiate_and_upload(s);  // its own kernel changes the node
+  const plan rounds[] = {
+      {1, full, random_coefficient()},
+      {1, static_cast<unsigned>(random_int(1, static_cast<int>(full) - 1)), random_coefficient()},
+      {0, full, random_coefficient()},
+      {1, full, random_coefficient()},
+  };
+  for (const plan& p : rounds)
+    require_plan_applied(exec, s, p, x, y, status, plans, b,
+                         "the moved-in device-updatable node's output");
 }
 
 TEST_CASE("a scheduler sizes a node of the next device graph from the data (grid and two "

@@ -4,7 +4,8 @@
 // from the kernel; executable-graph flags without device_launch are refused with a message that
 // names the fix; owners that hold nothing are refused, naming their state; and
 // add_device_updatable_kernel_node refuses an empty graph, a null dependency and attributes kernel
-// nodes do not take, all before CUDA is called. A device_graph is never made from a temporary
+// nodes do not take, all before CUDA is called; a copy of a graph holding device-updatable nodes
+// is refused with the count and the remedy. A device_graph is never made from a temporary
 // executable-graph owner (it would dangle).
 #include <catch.hpp>
 #include <expect.hpp>
@@ -157,4 +158,25 @@ TEST_CASE("a parameter whose size differs between host and device is explained",
   CHECK_THAT(text, ContainsSubstring("parameter 2 takes 16 bytes on the device"));
   CHECK_THAT(text, ContainsSubstring("its C++ type has 12"));
   CHECK_THAT(text, ContainsSubstring("Nothing was added"));
+}
+
+TEST_CASE("a copy of a graph holding device-updatable nodes is refused, saying why and what to do",
+          "[graph][device-update][api-error]") {
+  using curt::detail::refuse_device_updatable_count;
+  CHECK_NOTHROW(refuse_device_updatable_count(0, "curt::graph::clone()", "do this instead"));
+  for (std::size_t count : {std::size_t(1), std::size_t(3)}) {
+    INFO(count << " device-updatable node(s)");
+    const std::string held =
+        "the graph holds " + std::to_string(count) + " device-updatable kernel node(s)";
+    require_cuda_error(
+        [&] {
+          refuse_device_updatable_count(count, "curt::add_child_graph_node(child graph, copied)",
+                                       "move it in instead");
+        },
+        cudaErrorNotSupported,
+        {"curt::add_child_graph_node(child graph, copied)", held.c_str(),
+         "a copy's nodes are not the ones their device handles "
+         "(updatable_kernel_node::device_handle()) name",
+         "never reach the copy; move it in instead. Nothing was copied"});
+  }
 }

@@ -218,7 +218,8 @@ CURT_COLD inline std::size_t count_nodes(cudaGraph_t graph,
 }
 
 // What makes CUDA allow a graph only one executable graph at a time: its conditional nodes,
-// memory allocation and free nodes, device-updatable kernel nodes (counted on failure only).
+// memory allocation and free nodes, device-updatable kernel nodes (counted when an instantiation or
+// update failed, and before a copy once curt made a device-updatable node).
 struct single_exec_nodes {
   std::size_t conditional = 0, memory = 0, device_updatable = 0;
 };

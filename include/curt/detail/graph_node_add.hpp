@@ -612,6 +612,11 @@ inline graph_node add_child(graph_ref g, const node_dependencies& dependencies, 
   p.graph.ownership = ownership;
   current_device_scope in_context;
   refuse_child_in_body(graph, inner);
+  if (ownership == cudaGraphChildGraphOwnershipClone)
+    refuse_device_updatable_copy(inner, "curt::add_child_graph_node(child graph, copied)",
+                                 "move the graph in instead, curt::add_child_graph_node(parent, "
+                                 "dependencies, std::move(child)): the handles then name the "
+                                 "parent's nodes");
   return add_graph_node(graph, dependencies, p, "curt::add_child_graph_node");
 }
 
