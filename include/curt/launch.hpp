@@ -6,12 +6,14 @@
 // Arguments are checked against the kernel's parameters at compile time. A refused launch
 // becomes a curt::cuda_error that names the kernel and its configuration and, for the common
 // mistakes (block too large, grid not a multiple of the cluster, too much shared memory, a
-// cooperative grid larger than the device holds), the numbers involved. That diagnosis runs only
-// after the driver refuses, so a successful launch costs exactly what cudaLaunchKernelEx costs.
-// Programmatic dependent launch is off unless asked for.
+// cooperative grid larger than the device, or the stream's green context, holds), the numbers
+// involved. That diagnosis runs only after the driver refuses, so a successful launch costs
+// exactly what cudaLaunchKernelEx costs. Programmatic dependent launch is off unless asked for.
 #pragma once
 
 #include <curt/access_policy.hpp>
+#include <curt/detail/config.hpp>
+#include <curt/detail/driver_lookup.hpp>
 #include <curt/device.hpp>
 #include <curt/error.hpp>
 #include <curt/event.hpp>
@@ -30,6 +32,26 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+
+// The green context of a stream, for the diagnosis of refused cooperative launches; declared as
+// <cuda.h> declares it (that header is not included here).
+typedef struct CUgreenCtx_st* CUgreenCtx;
+
+namespace curt::detail::launch_fn {
+// The 12040 ABI's CUdevResource (144 bytes): type, 92 bytes, then CUdevSmResource in a 48-byte
+// union.
+struct sm_resource_v1 {
+  int type;
+  unsigned char padding[92];
+  unsigned sm_count, min_partition_size, coscheduled_alignment;
+  unsigned char rest[36];
+};
+static_assert(sizeof(sm_resource_v1) == 144, "CUdevResource of the 12040 ABI has 144 bytes");
+using cuStreamGetGreenCtx_v12040 = int(CURT_DETAIL_DRIVER_API*)(CUstream stream, CUgreenCtx* green);
+using cuGreenCtxGetDevResource_v12040 = int(CURT_DETAIL_DRIVER_API*)(CUgreenCtx green,
+                                                                     sm_resource_v1* resource,
+                                                                     int type);
+}  // namespace curt::detail::launch_fn
 
 namespace curt {
 
@@ -253,6 +275,27 @@ std::string describe_launch(const Config& config, const void* kernel) {
   return text + ")";
 }
 
+// The SMs of the green context `stream` belongs to (cuStreamGetGreenCtx, then its SM resource);
+// 0 for a stream of an ordinary context, or when the driver cannot tell. The caller has made the
+// stream's context current. (A template, as the rest of the error path: Stream is cudaStream_t.)
+template <class Stream>
+CURT_COLD unsigned green_sm_count(Stream stream) noexcept {
+  try {
+    auto green_of = CURT_DETAIL_DRIVER_LOOKUP(launch_fn::cuStreamGetGreenCtx_v12040,
+                                              "cuStreamGetGreenCtx", 12040);
+    auto resource_of = CURT_DETAIL_DRIVER_LOOKUP(launch_fn::cuGreenCtxGetDevResource_v12040,
+                                                 "cuGreenCtxGetDevResource", 12040);
+    CUgreenCtx green = nullptr;
+    launch_fn::sm_resource_v1 resource{};
+    if (green_of(stream, &green) != 0 || green == nullptr ||
+        resource_of(green, &resource, 1 /* CU_DEV_RESOURCE_TYPE_SM */) != 0)
+      return 0;
+    return resource.sm_count;
+  } catch (...) {  // a driver without green contexts: the device's count applies
+    return 0;
+  }
+}
+
 // Says in numbers why the driver refused a launch, for the mistakes that can be told apart. The
 // kernel's attributes and occupancy are read in the stream's context: they differ per device.
 template <class Config>
@@ -319,11 +362,17 @@ std::string explain_launch_failure(const Config& config, const void* kernel) {
     int per_sm = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(threads),
                                                       config.dynamicSmemBytes) == cudaSuccess) {
-      unsigned long long fit = static_cast<unsigned long long>(per_sm) * p.multiProcessorCount;
+      // On a green stream only the green context's SMs count.
+      const unsigned green = green_sm_count(config.stream);
+      const unsigned sms = green ? green : static_cast<unsigned>(p.multiProcessorCount);
+      unsigned long long fit = static_cast<unsigned long long>(per_sm) * sms;
       if (blocks > fit)
         return "cooperative grid of " + std::to_string(blocks) + " blocks exceeds the " +
-               std::to_string(fit) + " that can be resident at once (" + std::to_string(per_sm) +
-               " per multiprocessor x " + std::to_string(p.multiProcessorCount) + ")";
+               std::to_string(fit) + " that can be resident at once" +
+               (green ? " on the stream's green context" : "") + " (" + std::to_string(per_sm) +
+               " per multiprocessor x " + std::to_string(sms) +
+               (green ? " SMs; the device has " + std::to_string(p.multiProcessorCount) + ")"
+                      : ")");
     }
   }
   return {};

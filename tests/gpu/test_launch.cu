@@ -8,11 +8,13 @@
 #include <host_helpers.hpp>
 
 #include <curt/event.hpp>
+#include <curt/green_context.hpp>
 #include <curt/launch.hpp>
 #include <curt/occupancy.hpp>
 #include <curt/stream.hpp>
 
 #include <cooperative_groups.h>
+#include <cuda.h>
 #include <unistd.h>  // environ
 
 #include <algorithm>
@@ -194,6 +196,19 @@ __global__ void cooperative_sum(const int* in, int n, long long* partial, long l
   }
   if (t == 0) *total = s[0];
 }
+
+// out[b] = b for every block b (thread 0); no grid sync, so an accepted cooperative grid of any
+// size finishes.
+__global__ void block_index_out(unsigned* out) {
+  if (threadIdx.x == 0) out[blockIdx.x] = blockIdx.x;
+}
+
+// launch.hpp reads the SM count of a green context through its own copy of CUdevResource.
+using curt_sm_resource = curt::detail::launch_fn::sm_resource_v1;
+static_assert(sizeof(curt_sm_resource) == sizeof(CUdevResource));
+static_assert(offsetof(curt_sm_resource, sm_count) ==
+              offsetof(CUdevResource, sm) + offsetof(CUdevSmResource, smCount));
+static_assert(CU_DEV_RESOURCE_TYPE_SM == 1);
 
 // Fills `count` floats of dynamic shared memory from `in`, then writes them out rotated by
 // `shift`, so every element crosses shared memory.
@@ -547,6 +562,80 @@ TEST_CASE("a cooperative grid that fills the device synchronizes across blocks")
         {fragment.c_str(), "cooperative_sum", "cooperative", "exceeds"});
     check_after_failed_launch(s);
   }
+}
+
+TEST_CASE("a cooperative grid that fits the device but not a green context's SMs is refused on "
+          "its stream, naming the green context's SM count") {
+  curt::device dev = test_device();
+  REQUIRE(dev.supports_cooperative_launch());
+  const unsigned device_sms = static_cast<unsigned>(dev.multiprocessor_count());
+  curt::sm_resource all = curt::device_sm_resource(dev);
+  curt::sm_split split = all.split(1, all.min_partition_size());
+  const unsigned partition = split.group_sm_count();  // read from the split (8 on the H200)
+  INFO("a green context of " << partition << " of the device's " << device_sms << " SMs");
+  REQUIRE(partition > 0);
+  REQUIRE(partition < device_sms);
+  curt::green_context gc(dev, split.group(0));
+  REQUIRE(gc.resources().sm_count() == partition);
+  curt::stream green = gc.make_stream();
+  curt::stream plain(dev);
+
+  constexpr int threads = 128;
+  const int per_sm = curt::max_active_blocks_per_multiprocessor(dev, block_index_out, threads);
+  REQUIRE(per_sm > 0);
+  const unsigned green_fit = static_cast<unsigned>(per_sm) * partition;
+  const unsigned device_fit = static_cast<unsigned>(per_sm) * device_sms;
+  const unsigned blocks = static_cast<unsigned>(
+      random_int(static_cast<int>(green_fit) + 1, static_cast<int>(device_fit)));
+  INFO(per_sm << " blocks per SM; a grid of " << blocks << " blocks: " << green_fit
+              << " fit the green context, " << device_fit << " the device");
+  device_array<unsigned> out(device_fit + 1);
+  auto config = [](unsigned grid) {
+    return curt::launch_config(dim3(grid), dim3(threads)).cooperative();
+  };
+  // Blocks [0, grid) wrote their index; the rest of `out` kept its poison.
+  auto require_ran = [&](unsigned grid, const char* what) {
+    INFO(what << ": a cooperative grid of " << grid << " blocks");
+    std::vector<unsigned> want(out.size(), 0xFFFFFFFFu);
+    std::iota(want.begin(), want.begin() + grid, 0u);
+    CHECK(out.download() == want);
+  };
+
+  // Accepted: the grid on an ordinary stream (it fits the device), and the green context's fit on
+  // its stream.
+  out.poison();
+  curt::launch(plain, config(blocks), block_index_out, out.get());
+  plain.synchronize();
+  require_ran(blocks, "an ordinary stream");
+  out.poison();
+  curt::launch(green, config(green_fit), block_index_out, out.get());
+  green.synchronize();
+  require_ran(green_fit, "the green stream");
+
+  // Refused on the green stream, with the green context's numbers.
+  out.poison();
+  const std::string fragment =
+      "cooperative grid of " + std::to_string(blocks) + " blocks exceeds the " +
+      std::to_string(green_fit) + " that can be resident at once on the stream's green context (" +
+      std::to_string(per_sm) + " per multiprocessor x " + std::to_string(partition) +
+      " SMs; the device has " + std::to_string(device_sms) + ")";
+  curt_test::require_any_cuda_error(
+      [&] { curt::launch(green, config(blocks), block_index_out, out.get()); },
+      {fragment.c_str(), "block_index_out", "cooperative"});
+  green.synchronize();
+  require_ran(0, "the refused launch on the green stream");
+  check_after_failed_launch(plain);
+
+  // On an ordinary stream the device's SMs still count, and no green context is named.
+  const std::string device_fragment =
+      "cooperative grid of " + std::to_string(device_fit + 1) + " blocks exceeds the " +
+      std::to_string(device_fit) + " that can be resident at once (" + std::to_string(per_sm) +
+      " per multiprocessor x " + std::to_string(device_sms) + ")";
+  curt::cuda_error refused = curt_test::require_cuda_error(
+      [&] { curt::launch(plain, config(device_fit + 1), block_index_out, out.get()); },
+      cudaErrorCooperativeLaunchTooLarge, {device_fragment.c_str()});
+  CHECK_THAT(refused.what(), !ContainsSubstring("green context"));
+  check_after_failed_launch(plain);
 }
 
 TEST_CASE("refused launches say why, name the configuration and leave no error behind") {
