@@ -4,7 +4,7 @@
 //   if (curt::can_access_peer(gpu0, gpu1)) {
 //     curt::peer_access_scope access(gpu0, gpu1);   // kernels on gpu0 may address gpu1's memory
 //     curt::launch(stream0, config, kernel, buffer_on_gpu1.data());
-//   }                                               // disabled again, if this scope enabled it
+//   }                                               // disabled again, if a scope enabled it
 //
 // - Peer access is a property of a context: enable_peer_access(d, peer) enables it in d's context
 //   (a context of d that is current already, else d's primary context, through device_guard) and
@@ -12,17 +12,25 @@
 //   initialized through the runtime first, so that they (and the access) outlive the call.
 // - Enabling twice is not an error: enable_peer_access returns false when access was enabled
 //   already; disable_peer_access returns false when it was not enabled.
+// - Scopes over the same context and peer share the access, however their lifetimes overlap
+//   (nested, on other threads, ended in creation order): a process-wide count keeps it on until
+//   the last ends, which disables it only where a scope enabled it (access enabled outside the
+//   scopes stays). disable_peer_access turns it off whatever scopes are alive.
 // - Copies between devices need no peer access: curt::copy uses cudaMemcpyDefault (unified
 //   addressing), which copies over the link where there is one and through the host otherwise.
 // - Memory pools ignore peer access: give another device access to a pool's memory with
 //   memory_pool_ref::set_access(device, pool_access::read_write) (<curt/memory_pool.hpp>).
 #pragma once
 
+#include <curt/detail/entries.hpp>
+#include <curt/detail/green_lifetime.hpp>
 #include <curt/device.hpp>
 #include <curt/error.hpp>
 
 #include <cuda_runtime_api.h>
 
+#include <mutex>
+#include <optional>
 #include <string>
 
 namespace curt {
@@ -69,6 +77,51 @@ CURT_COLD inline std::string explain_peer_failure(cudaError_t status, int ordina
     return "device " + std::to_string(ordinal) +
            " has peer access enabled to as many devices as its hardware allows; disable one first";
   return {};
+}
+
+// The peer_access_scopes alive per (context, peer), keyed by the context's process-unique id
+// (cuCtxGetId: a reset context's count never carries over to its successor), and whether one of
+// them enabled the access. Enabling and disabling happen under `mutex`.
+class peer_scope_counts {
+ public:
+  std::mutex mutex;
+  // A scope starts; `enabled`: its enable call turned the access on.
+  void start(unsigned long long context_id, int peer, bool enabled) {
+    if (entry* e = find(context_id, peer)) {
+      ++e->scopes;
+      e->enabled = e->enabled || enabled;
+    } else {
+      table_.push_back(entry{context_id, peer, 1, enabled});
+    }
+  }
+  // A scope ends: true when it was the last one and a scope enabled the access (disable it now).
+  bool end(unsigned long long context_id, int peer) noexcept {
+    entry* e = find(context_id, peer);
+    if (e == nullptr || --e->scopes > 0) return false;
+    const bool enabled = e->enabled;
+    table_.remove(e);
+    return enabled;
+  }
+  std::size_t size() const noexcept { return table_.size(); }
+
+ private:
+  struct entry {
+    unsigned long long context_id = 0;
+    int peer = -1;
+    int scopes = 0;
+    bool enabled = false;
+  };
+  entry* find(unsigned long long context_id, int peer) noexcept {
+    for (entry& e : table_)
+      if (e.context_id == context_id && e.peer == peer) return &e;
+    return nullptr;
+  }
+  entries<entry> table_;
+};
+
+inline peer_scope_counts& peer_scopes() {
+  static peer_scope_counts* const counts = new peer_scope_counts;  // never destroyed: scopes
+  return *counts;                                                  // may end during exit
 }
 
 }  // namespace detail
@@ -131,16 +184,46 @@ inline bool disable_peer_access(device d, device peer) {
                       detail::location(__FILE__, __LINE__));
 }
 
-/// Peer access from `d` to `peer` for a scope: enabled at the start where it was not yet, and
-/// disabled at the end only if this scope enabled it (access someone else enabled stays).
-/// Work that uses the access must be finished (synchronized) before the scope ends.
+/// Peer access from `d` to `peer` for a scope, in d's context (as enable_peer_access finds it):
+/// enabled at the start where it is not on. Scopes over the same context and peer share it: it
+/// stays on until the last of them ends, on any thread and in any order, which disables it only
+/// if one of them enabled it (access enabled outside the scopes stays). Work that uses the access
+/// must be finished (synchronized) before the last scope ends. A scope made while one of curt's
+/// green contexts of d is current counts with d's primary context, whose access the green
+/// context shares. After a reset of d's context
+/// (cudaDeviceReset) a new scope enables the access anew, and scopes of the old context disable
+/// nothing.
 class peer_access_scope {
  public:
-  peer_access_scope(curt::device d, curt::device peer)
-      : device_(d), peer_(peer), enabled_(enable_peer_access(d, peer)) {}
+  peer_access_scope(curt::device d, curt::device peer) : device_(d), peer_(peer) {
+    if (CURT_UNLIKELY(d == peer))
+      detail::throw_same_device_peer("curt::peer_access_scope", d.ordinal());
+    const CUdevice device = detail::keep_primary_context(d.ordinal());  // before the guard
+    device_guard guard(d);  // the context enable_peer_access enables in
+    context_ = detail::current_context();
+    // A green context shares its device's primary context's peer access (on the H200, a scope
+    // ended in either turned it off in both): such scopes count, and enable, in the primary one.
+    detail::retained_primary_context primary;
+    std::optional<detail::context_scope> in_primary;
+    if (CURT_UNLIKELY(detail::is_curts_green_context(context_))) {
+      context_ = primary.retain(device);
+      in_primary.emplace(context_);
+    }
+    CURT_DETAIL_DRIVER_CALL(cuCtxGetId, 12000, context_, &context_id_);
+    detail::peer_scope_counts& counts = detail::peer_scopes();
+    std::lock_guard<std::mutex> lock(counts.mutex);
+    enabled_ = enable_peer_access(d, peer);  // where it throws, nothing is counted
+    counts.start(context_id_, peer.ordinal(), enabled_);
+  }
   ~peer_access_scope() {
-    if (!enabled_) return;
     try {
+      detail::peer_scope_counts& counts = detail::peer_scopes();
+      std::lock_guard<std::mutex> lock(counts.mutex);
+      if (!counts.end(context_id_, peer_.ordinal())) return;
+      unsigned long long id = 0;  // a reset context took the access with it
+      if (CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetId, 12000)(context_, &id) != 0 || id != context_id_)
+        return;
+      detail::context_scope in(context_);
       (void)disable_peer_access(device_, peer_);
     } catch (const std::exception& error) {
       detail::handle_error(error);
@@ -149,7 +232,8 @@ class peer_access_scope {
   peer_access_scope(const peer_access_scope&) = delete;
   peer_access_scope& operator=(const peer_access_scope&) = delete;
 
-  /// True when this scope enabled the access (and so disables it at the end).
+  /// True when creating this scope enabled the access (false: it was on already). The access is
+  /// disabled when the last scope over the same context and peer ends, not necessarily this one.
   bool enabled_here() const noexcept { return enabled_; }
   curt::device device() const noexcept { return device_; }
   curt::device peer() const noexcept { return peer_; }
@@ -157,7 +241,9 @@ class peer_access_scope {
  private:
   curt::device device_;
   curt::device peer_;
-  bool enabled_;
+  CUcontext context_ = nullptr;
+  unsigned long long context_id_ = 0;
+  bool enabled_ = false;
 };
 
 /// One attribute of the link from device `from` to device `to` (cudaDeviceGetP2PAttribute).
