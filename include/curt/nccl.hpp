@@ -58,7 +58,10 @@
 //   found (not the context; and some calls, like NCCL 2.28's ncclCommDestroy, not the device
 //   either). curt runs NCCL's calls in a context it chooses: creation, destruction and abort in
 //   the communicator's device's (the current one if it is of that device, else its primary
-//   context), a collective on a thread with no context in its stream's, a group on a thread with
+//   context), a collective on a thread with no context in its stream's, one on a default stream
+//   (which names no device) in its communicator's device's primary context (refused while
+//   another context of that device is current: NCCL would not order it after that context's
+//   default stream), a group on a thread with
 //   no context in an active primary context. Afterwards it puts back the context that was
 //   current and, on a thread that had none, the runtime's current device (cudaGetDevice), with
 //   cudaSetDevice and a pop, where that device's primary context is active. Where it is not,
@@ -85,6 +88,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <type_traits>
@@ -258,9 +262,12 @@ inline ncclUniqueId nccl_unique_id() {
 }
 
 class nccl_communicator;
+namespace detail {
+class nccl_stream_scope;
+}
 
 /// A communicator (non-owning, copyable): its handle, and the device, rank and rank count it was
-/// made with (read once, so that collectives check sizes without asking NCCL).
+/// made with (read once, so that collectives check sizes and streams without asking NCCL).
 class nccl_communicator_ref {
  public:
   /// A ref to a communicator the caller made; asks NCCL for its device, rank and size.
@@ -300,6 +307,7 @@ class nccl_communicator_ref {
   }
 
  protected:
+  friend class detail::nccl_stream_scope;  // reads cu_device_
   nccl_communicator_ref() noexcept = default;
   ncclComm_t native(const char* operation) const {
     if (CURT_UNLIKELY(comm_ == nullptr))
@@ -316,12 +324,14 @@ class nccl_communicator_ref {
     detail::check_nccl(ncclCommUserRank(comm, &rank_), what("ncclCommUserRank()"), __FILE__,
                        __LINE__);
     detail::check_nccl(ncclCommCount(comm, &size_), what("ncclCommCount()"), __FILE__, __LINE__);
+    CURT_DETAIL_DRIVER_CALL(cuDeviceGet, 2000, &cu_device_, ordinal_);
   }
 
   ncclComm_t comm_ = nullptr;
   int ordinal_ = -1;
   int rank_ = -1;
   int size_ = 0;
+  CUdevice cu_device_ = -1;  // the driver's handle of device ordinal_ (streams name theirs so)
 };
 
 namespace detail {
@@ -333,11 +343,13 @@ namespace detail {
 /// at the end, with cudaSetDevice and a pop, where that makes no context: where the old device's
 /// primary context is active already (otherwise the runtime device stays as NCCL left it; making
 /// a context on a device the thread never used would be worse). One cuCtxGetCurrent where a
-/// context is current; nothing else then.
+/// context is current (none when the caller passes the context it read); nothing else then.
 class nccl_runtime_device_keeper {
  public:
-  nccl_runtime_device_keeper() {
-    if (CURT_LIKELY(current_context() != nullptr)) return;
+  nccl_runtime_device_keeper() : nccl_runtime_device_keeper(current_context()) {}
+  /// `current`: the thread's current context, read by the caller just before.
+  explicit nccl_runtime_device_keeper(CUcontext current) {
+    if (CURT_LIKELY(current != nullptr)) return;
     if (cudaGetDevice(&saved_) != cudaSuccess) {
       (void)cudaGetLastError();
       saved_ = -1;
@@ -376,26 +388,27 @@ class nccl_runtime_device_keeper {
 };
 
 /// NCCL changes devices with cudaSetDevice, which makes the device's primary context current,
-/// and restores the device it found, not the context (and nothing on a failure): this puts back
-/// the context that was current when it was made (a user's own, a green context's), without
-/// throwing.
+/// and restores the device it found, not the context (and nothing on a failure): this makes
+/// `saved` (a user's own context, a green context's, the one curt pushed for NCCL) current again
+/// if NCCL replaced it. One cuCtxGetCurrent when nothing changed; never throws.
+inline void nccl_put_back_context(CUcontext saved) noexcept {
+  CUcontext now = nullptr;
+  (void)CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetCurrent, 4000)(&now);
+  if (CURT_UNLIKELY(now != saved)) (void)CURT_DETAIL_DRIVER_FUNCTION(cuCtxSetCurrent, 4000)(saved);
+}
+
+/// Puts back, at the end of its scope, the context that was current when it was made (see
+/// nccl_put_back_context).
 class nccl_context_keeper {
  public:
-  nccl_context_keeper() noexcept { saved_ = now(); }
-  ~nccl_context_keeper() { restore(); }
-  /// Puts the context back now (an nccl_group's end, before its scope ends).
-  void restore() noexcept {
-    if (now() != saved_) (void)CURT_DETAIL_DRIVER_FUNCTION(cuCtxSetCurrent, 4000)(saved_);
+  nccl_context_keeper() noexcept {
+    (void)CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetCurrent, 4000)(&saved_);
   }
+  ~nccl_context_keeper() { nccl_put_back_context(saved_); }
   nccl_context_keeper(const nccl_context_keeper&) = delete;
   nccl_context_keeper& operator=(const nccl_context_keeper&) = delete;
 
  private:
-  static CUcontext now() noexcept {
-    CUcontext context = nullptr;
-    (void)CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetCurrent, 4000)(&context);
-    return context;
-  }
   CUcontext saved_ = nullptr;
 };
 
@@ -630,7 +643,11 @@ class nccl_communicator : public nccl_communicator_ref {
 /// (NCCL restores, with cudaSetDevice, the device it finds current).
 class nccl_group {
  public:
-  nccl_group() : uncaught_(std::uncaught_exceptions()) {
+  nccl_group() : context_(detail::current_context()), keep_device_(context_) {
+    if (CURT_UNLIKELY(context_ == nullptr)) {
+      in_context_.emplace(detail::any_context);
+      context_ = detail::current_context();
+    }
     detail::check_nccl(ncclGroupStart(), [] { return std::string("ncclGroupStart()"); },
                        __FILE__, __LINE__);
     ++detail::nccl_group_depth();
@@ -676,14 +693,16 @@ class nccl_group {
   ncclResult_t close(ncclResult_t result) noexcept {
     open_ = false;
     --detail::nccl_group_depth();
-    keep_.restore();
+    detail::nccl_put_back_context(context_);
     return result;
   }
 
-  detail::nccl_runtime_device_keeper keep_device_;  // first: restores after context_ popped
-  detail::current_device_scope context_{detail::any_context};  // before the group starts
-  detail::nccl_context_keeper keep_;  // after context_: puts back what the group end changed
-  int uncaught_ = 0;
+  // The context the group runs in: the one current when it was made, else the active primary
+  // context in_context_ pushed (popped at the end of the scope, after close() put it back).
+  CUcontext context_ = nullptr;
+  detail::nccl_runtime_device_keeper keep_device_;  // before in_context_: restores after the pop
+  std::optional<detail::current_device_scope> in_context_;  // only on a thread with no context
+  int uncaught_ = std::uncaught_exceptions();
   bool open_ = true;
 };
 
@@ -700,41 +719,101 @@ inline const char* nccl_op_name(nccl_op op) noexcept {
   return "op";
 }
 
-/// A collective's stream must be on its communicator's device: NCCL would find out only when it
-/// launches (at a group's end, after the other ranks' work may have gone), as an unhandled CUDA
-/// error. Default streams are resolved on the communicator's device and need no check.
-inline void check_collective_stream(cudaStream_t stream, const nccl_communicator_ref& comm,
-                                    const char* operation) {
-  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return;
-  int ordinal = -1;
-  if (cudaStreamGetDevice(stream, &ordinal) != cudaSuccess) {
-    (void)cudaGetLastError();  // NCCL will say what is wrong with the stream
-    return;
-  }
-  const int expected = comm.device().ordinal();
-  if (CURT_UNLIKELY(ordinal != expected))
-    raise(cudaErrorInvalidValue, operation,
-          "the stream is on device " + std::to_string(ordinal) + ", the communicator (rank " +
-              std::to_string(comm.rank()) + ") on device " + std::to_string(expected) +
-              ": a collective runs on its communicator's device; nothing was enqueued",
-          __FILE__, __LINE__);
+// The driver function behind the stream check (CUDA 12.8), typed like curt's own in
+// detail/driver_lookup.hpp: no <cuda.h> needed.
+namespace driver_fn {
+using cuStreamGetDevice_v12080 = int(CURT_DETAIL_DRIVER_API*)(CUstream stream,
+                                                               CUdevice_v1* device);
 }
 
-/// A collective's call: the stream checked, the stream's context current on a thread without
-/// one, and whatever context (and, on a thread without one, runtime device) was current before
-/// put back after NCCL's device switching.
+/// A collective's call, with the fewest driver calls that keep the rules of the file comment: the
+/// current context is read once before NCCL's call and once after it (and made current again if
+/// NCCL's device switching replaced it), and a named stream's device is checked with one
+/// cuStreamGetDevice. On a thread with no context, the stream's context is current for the call
+/// (and the runtime device is put back afterwards, see nccl_runtime_device_keeper). A default
+/// stream names no device: it is resolved on the communicator's device, in its primary context
+/// (pushed for the call unless current), as NCCL itself does before it launches a group (a
+/// communicator of one rank runs its collective at once, in the current context); with another
+/// context of that device current it is refused (see require_primary).
 class nccl_stream_scope {
  public:
-  nccl_stream_scope(cudaStream_t stream, const nccl_communicator_ref& comm,
-                    const char* operation)
-      : in_context_(stream, comm.device().ordinal()) {  // a default stream: the comm's device
-    check_collective_stream(stream, comm, operation);
+  nccl_stream_scope(cudaStream_t stream, const nccl_communicator_ref& comm, const char* operation)
+      : context_(current_context()), keep_device_(context_) {
+    if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
+      if (CURT_UNLIKELY(context_ == nullptr || !current_on(comm.cu_device_)))
+        enter_primary(comm.ordinal_);
+      else
+        require_primary(comm, operation);
+      return;
+    }
+    if (CURT_UNLIKELY(context_ == nullptr)) {
+      if (CUcontext own = stream_context(stream)) {
+        pushed_.push(own);
+        context_ = own;
+      } else {
+        enter_primary(comm.ordinal_);  // the driver cannot tell: NCCL will say what is wrong
+      }
+    }
+    check_device(stream, comm, operation);
   }
+  ~nccl_stream_scope() { nccl_put_back_context(context_); }
+  nccl_stream_scope(const nccl_stream_scope&) = delete;
+  nccl_stream_scope& operator=(const nccl_stream_scope&) = delete;
 
  private:
-  nccl_runtime_device_keeper keep_device_;  // first: restores after in_context_ popped
-  stream_context_scope in_context_;
-  nccl_context_keeper keep_;  // after in_context_: restored before it pops
+  static bool current_on(CUdevice device) {
+    CUdevice current = -1;
+    return CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetDevice, 2000)(&current) == 0 && current == device;
+  }
+  // A default stream is the current context's. NCCL launches a group of several ranks in the
+  // device's primary context (cudaSetDevice), on that context's default stream: with another
+  // context of the device current (a green context's, a user's), the collective would not be
+  // ordered after the work the caller put on "the default stream". Refused, saying so.
+  void require_primary(const nccl_communicator_ref& comm, const char* operation) {
+    if (CURT_LIKELY(primary_context_active(comm.cu_device_))) {
+      retained_primary_context primary;
+      if (CURT_LIKELY(primary.retain(comm.cu_device_) == context_)) return;
+    }
+    raise(cudaErrorNotSupported, operation,
+          "a default stream with a context of device " + std::to_string(comm.ordinal_) +
+              " current that is not its primary context (a green context's or a user's): NCCL "
+              "runs the collective on the primary context's default stream, not ordered after "
+              "this context's; pass a named stream of that context; nothing was enqueued",
+          __FILE__, __LINE__);
+  }
+  // Device `ordinal`'s primary context, current for the call (kept active: see
+  // keep_primary_context).
+  CURT_COLD void enter_primary(int ordinal) {
+    context_ = primary_.retain(keep_primary_context(ordinal));
+    pushed_.push(context_);
+  }
+  /// A collective's named stream must be on its communicator's device: NCCL would find out only
+  /// when it launches (at a group's end, after the other ranks' work may have gone), as an
+  /// unhandled CUDA error. A stream the driver cannot tell the device of is left to NCCL.
+  static void check_device(cudaStream_t stream, const nccl_communicator_ref& comm,
+                           const char* operation) {
+    CUdevice device = -1;
+    if (CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetDevice, 12080)(stream, &device) != 0) return;
+    if (CURT_UNLIKELY(device != comm.cu_device_)) refuse(stream, device, comm, operation);
+  }
+  [[noreturn]] CURT_COLD static void refuse(cudaStream_t stream, CUdevice device,
+                                            const nccl_communicator_ref& comm,
+                                            const char* operation) {
+    int ordinal = static_cast<int>(device);  // the runtime's ordinal, where it can tell
+    if (cudaStreamGetDevice(stream, &ordinal) != cudaSuccess) (void)cudaGetLastError();
+    raise(cudaErrorInvalidValue, operation,
+          "the stream is on device " + std::to_string(ordinal) + ", the communicator (rank " +
+              std::to_string(comm.rank_) + ") on device " + std::to_string(comm.ordinal_) +
+              ": a collective runs on its communicator's device; nothing was enqueued",
+          __FILE__, __LINE__);
+  }
+
+  // Declared in this order: put back (the destructor), popped, released, then the runtime
+  // device restored.
+  CUcontext context_;  // what must be current when NCCL's call returns
+  nccl_runtime_device_keeper keep_device_;
+  retained_primary_context primary_;
+  pushed_context pushed_;
 };
 
 CURT_COLD inline std::string describe_collective(const char* call, std::size_t count,

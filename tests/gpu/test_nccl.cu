@@ -469,3 +469,51 @@ TEST_CASE("abort() frees communicators at once and leaves empty owners") {
   }
   CHECK(cudaGetLastError() == cudaSuccess);
 }
+
+// A default stream is the current context's; NCCL launches a group in the device's primary
+// context. With another context of the device current (a user's; a green context's alike) the
+// collective would not follow the work the caller put on that context's default stream: refused.
+TEST_CASE("a collective on a default stream runs in its device's primary context, and is refused "
+          "while another context of that device is current") {
+  rig r = make_rig();
+  const std::size_t ranks = r.devices.size();
+  rank_inputs in = upload_small_integers(r, 4096 + static_cast<std::size_t>(random_count() % 4096));
+  std::vector<curt::device_buffer<float>>& data = in.buffers;
+  for (curt::stream& s : r.streams) s.synchronize();
+  const std::vector<float> before = download(data[0], r.streams[0]);
+  curt_test::on_fresh_thread([&] {
+    curt_test::user_context user(0);
+    curt::nccl_group group;
+    curt_test::require_cuda_error(
+        [&] {
+          curt::all_reduce(data[0], curt::nccl_op::sum, r.comms[0],
+                           curt::stream_ref::legacy_default());
+        },
+        cudaErrorNotSupported,
+        {"curt::all_reduce", "a default stream", "not its primary context", "named stream",
+         "nothing was enqueued"});
+  });  // the group, left with a refused collective, launched nothing
+  CHECK(download(data[0], r.streams[0]) == before);
+
+  // With the primary context current (the runtime's device), default streams serve every rank.
+  curt_test::on_fresh_thread([&] {
+    CURT_CHECK(cudaSetDevice(r.devices[0].ordinal()));
+    CURT_CHECK(cudaFree(nullptr));
+    {
+      curt::nccl_group group;
+      for (std::size_t i = 0; i < ranks; ++i)
+        curt::all_reduce(data[i], curt::nccl_op::sum, r.comms[i],
+                         curt::stream_ref::legacy_default());
+      group.end();
+    }
+    for (curt::device d : r.devices) {
+      curt::device_guard guard(d);
+      CURT_CHECK(cudaDeviceSynchronize());
+    }
+  });
+  const std::vector<float> sum = in.sum();
+  for (std::size_t i = 0; i < ranks; ++i) {
+    INFO("rank " << i);
+    CHECK(download(data[i], r.streams[i]) == sum);
+  }
+}
