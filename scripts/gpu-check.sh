@@ -127,8 +127,10 @@ sanitize() {
 #   illegal address in it; the program passes without the tools and under racecheck);
 # - NCCL's own kernels: initcheck reports uninitialized reads of NCCL's buffers inside
 #   ncclDevKernel_* (93,687 in test_nccl, none in curt's kernels), synccheck divergent barriers
-#   inside its RING_LL all-reduce (multi_gpu). memcheck and racecheck run them.
-declare -A programs_left_out=([memcheck]="graphs" [synccheck]="graphs multi_gpu"
+#   inside its RING_LL kernels (multi_gpu's all-reduce; test_nccl's broadcast, 2,464 of them,
+#   after which the tool's abort of the kernel made NCCL fail "unspecified launch failure").
+#   memcheck and racecheck run them.
+declare -A programs_left_out=([memcheck]="graphs" [synccheck]="graphs multi_gpu test_nccl test_nccl_gpu2"
                               [initcheck]="graphs multi_gpu test_nccl test_nccl_gpu2")
 # sanitize_once_more TOOL EXE LOG: sanitize, and repeat once after a crash of the sanitizer. A
 # program whose every test is tagged [no-TOOL] (or a program listed above) is not run by that
