@@ -253,27 +253,14 @@ void histogram_samples(histogram_example::input_kind kind, unsigned char* out, s
   });
 }
 
-// The CPU's histogram (histogram_example::cpu_histogram), chunk by chunk on every core; four
-// interleaved counters per bin, so that a run of one value (the skewed input) is four chains of
-// increments rather than one.
+// The CPU's histogram: histogram_example::cpu_histogram, chunk by chunk on every core.
 std::array<unsigned, histogram_example::kBins> cpu_histogram(const unsigned char* data,
                                                              std::size_t n) {
   constexpr unsigned bins = histogram_example::kBins;
   constexpr std::size_t chunk = std::size_t(1) << 22;
   std::vector<std::array<unsigned, bins>> partial(n / chunk + 1);
   curt_bench::for_chunks(n, chunk, [&](std::size_t begin, std::size_t end) {
-    unsigned counts[4][bins] = {};
-    std::size_t i = begin;
-    for (; i + 4 <= end; i += 4) {
-      ++counts[0][data[i]];
-      ++counts[1][data[i + 1]];
-      ++counts[2][data[i + 2]];
-      ++counts[3][data[i + 3]];
-    }
-    for (; i < end; ++i) ++counts[0][data[i]];
-    std::array<unsigned, bins>& mine = partial[begin / chunk];
-    for (unsigned b = 0; b < bins; ++b)
-      mine[b] = counts[0][b] + counts[1][b] + counts[2][b] + counts[3][b];
+    partial[begin / chunk] = histogram_example::cpu_histogram(data + begin, end - begin);
   });
   std::array<unsigned, bins> total{};
   for (const auto& p : partial)
@@ -282,8 +269,8 @@ std::array<unsigned, histogram_example::kBins> cpu_histogram(const unsigned char
 }
 
 // The reduction example's CPU reference (reduction_example::reference<float, Op>: the same
-// expected value, and for the float sum the same bound, h * FLT_EPSILON * sum|x| with
-// h = ceil(n / full_grid_threads) + 64), chunk by chunk on every core: partial sums in double
+// expected value, and for the float sum the same bound, reduction_example::float_sum_bound),
+// chunk by chunk on every core: partial sums in double
 // combined in chunk order (so the same for a seed on any machine), maxima and minima exact.
 template <class Op>
 reduction_example::expected<typename Op::acc> cpu_reduction(const float* x, std::size_t n,
@@ -309,8 +296,7 @@ reduction_example::expected<typename Op::acc> cpu_reduction(const float* x, std:
       e.sum += sums[k];
       sum_abs += sums_abs[k];
     }
-    const double h = static_cast<double>(curt::ceil_div(n, full_grid_threads) + 64);
-    e.bound = h * FLT_EPSILON * sum_abs;
+    e.bound = reduction_example::float_sum_bound(n, full_grid_threads, sum_abs);
   } else {
     std::vector<acc> results(chunks, Op::identity());
     curt_bench::for_chunks(n, chunk, [&](std::size_t begin, std::size_t end) {

@@ -378,6 +378,11 @@ struct expected {
 // so |sum| is about sum|x| / 1.7 and the bound is a small part of the sum (1.5e-5 of it at 3M
 // elements, 2e-4 at 2^28): a lost block, or a lost vector in a small input, shows. A lost single
 // element may not; the int sums, exact, catch that in the same code.
+inline double float_sum_bound(std::size_t n, std::size_t full_grid_threads, double sum_abs) {
+  const double h = static_cast<double>(curt::ceil_div(n, full_grid_threads) + 64);
+  return h * FLT_EPSILON * sum_abs;
+}
+
 template <class T, class Op>
 expected<typename Op::acc> reference(const T* x, std::size_t n, std::size_t full_grid_threads) {
   expected<typename Op::acc> e;
@@ -388,8 +393,7 @@ expected<typename Op::acc> reference(const T* x, std::size_t n, std::size_t full
       e.sum += x[i];
       sum_abs += std::fabs(x[i]);
     }
-    const double h = static_cast<double>(curt::ceil_div(n, full_grid_threads) + 64);
-    e.bound = h * FLT_EPSILON * sum_abs;
+    e.bound = float_sum_bound(n, full_grid_threads, sum_abs);
   } else {
     for (std::size_t i = 0; i < n; ++i) {
       if constexpr (Op::kind == op_kind::sum) e.exact += x[i];  // long long: exact

@@ -494,14 +494,12 @@ class current_device_scope {
 /// context is current.
 class stream_context_scope {
  public:
-  /// `default_device`: the device whose primary context a default stream (which names no
-  /// context) is taken in; -1: the runtime's current device.
-  explicit stream_context_scope(cudaStream_t stream, int default_device = -1) {
+  explicit stream_context_scope(cudaStream_t stream) {
     if (CURT_LIKELY(current_context() != nullptr)) return;
     if (CUcontext context = stream_context(stream))
       pushed_.push(context);
     else
-      default_stream_.enter(default_device);
+      default_stream_.enter(-1);  // the runtime's current device
   }
 
  private:

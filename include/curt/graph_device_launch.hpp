@@ -454,8 +454,10 @@ inline constexpr const char* device_updatable_needs_capture =
 // alone) and its device handle. The caller has made the stream's context current.
 inline std::pair<cudaGraphNode_t, cudaGraphDeviceNode_t> captured_device_node(
     cudaStream_t stream, const cudaLaunchAttribute& written_back) {
-  const capture_point point =
-      active_capture(stream, "curt::launch_device_updatable", device_updatable_needs_capture);
+  const capture_point point =  // after the launch: only an invalidated capture fails here
+      active_capture(stream, "curt::launch_device_updatable",
+                     "the stream's capture ended during the launch, so the node it captured "
+                     "cannot be found");
   const std::size_t count = point.count;
   cudaGraphNode_t node = count == 1 ? point.nodes[0] : nullptr;
   cudaGraphDeviceNode_t handle = nullptr;
