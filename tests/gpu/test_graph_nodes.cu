@@ -42,6 +42,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <initializer_list>
@@ -1095,4 +1096,42 @@ TEST_CASE("refused nodes and updates say why and leave the graph as it was",
   exec.launch(s);
   s.synchronize();
   CHECK(y.download() == affine_ref(values, 2, 3));
+}
+
+// attack9 claim 1: a node made device-updatable through curt::make_device_updatable(node) did
+// not turn on the copy check, so in a process that made no other such node a copied child and
+// clone() of its graph were accepted (a copy the device handle does not name). Run in a child
+// process, where curt has made no device-updatable node yet.
+const char* const only_make_device_updatable_child =
+    "child: a graph made device-updatable only through make_device_updatable is never copied";
+
+TEST_CASE(only_make_device_updatable_child, "[.][graph-child]") {
+  REQUIRE_FALSE(curt::detail::device_updatable_nodes_made().load());  // the premise: a fresh process
+  curt::device d(0);
+  curt::stream s(d);
+  const int n = random_size();
+  device_array<int> a(count(n)), b(count(n)), out(count(n));
+  curt::graph g = curt::graph::create();
+  curt::graph_node node =
+      curt::add_kernel_node(g, {}, config_for(n), add_arrays, static_cast<const int*>(a.get()),
+                            static_cast<const int*>(b.get()), out.get(), n);
+  CHECK(curt::make_device_updatable(node) != nullptr);
+  curt::graph parent = curt::graph::create();
+  require_cuda_error([&] { (void)curt::add_child_graph_node(parent, {}, g); },
+                     cudaErrorNotSupported,
+                     {"curt::add_child_graph_node(child graph, copied)",
+                      "the graph holds 1 device-updatable kernel node(s)", "Nothing was copied"});
+  CHECK(parent.node_count() == 0);
+  require_cuda_error([&] { (void)g.clone(); }, cudaErrorNotSupported,
+                     {"curt::graph::clone()", "the graph holds 1 device-updatable kernel node(s)"});
+  CHECK(cudaGetLastError() == cudaSuccess);
+  std::printf("the child reached its end\n");
+}
+
+TEST_CASE("a graph made device-updatable only through make_device_updatable is never copied",
+          "[graph][nodes][device-update][api-error]") {
+  curt_test::child_result child = curt_test::run_self(only_make_device_updatable_child);
+  INFO("child exit code " << child.exit_code << ", output:\n" << child.output);
+  CHECK(child.exit_code == 0);
+  CHECK(child.output.find("the child reached its end") != std::string::npos);
 }
