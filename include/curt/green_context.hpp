@@ -211,23 +211,33 @@ inline unsigned long long green_context_id(CUgreenCtx green) {
 
 /// What a green_context owner shares with the streams it made and the graphs captured on them:
 /// the context is destroyed when the last of them lets go (see detail/green_lifetime.hpp), after
-/// what curt kept in it.
+/// what curt kept in it. A released one is not destroyed by curt: what curt kept in it goes when
+/// the owner and its streams are gone, which its new owner can see, not when CUDA lets go of the
+/// last graph (on a thread of CUDA's, at a moment nobody knows).
 struct green_state {
   green_state(CUgreenCtx h, unsigned long long id) noexcept : handle(h), context_id(id) {}
   CUgreenCtx handle;
   unsigned long long context_id;      // of its driver context: the key in green_contexts()
   atomic<int> references{1};          // the owner, each stream made through it, each graph
+  atomic<int> users{1};               // the owner and each stream made through it
   atomic<bool> destroy_at_end{true};  // false once the owner released the handle
-  static void retain(void* self) noexcept {
+  static void retain(void* self) noexcept {  // for a graph
     static_cast<green_state*>(self)->references.fetch_add(1);
   }
-  static void drop(void* self) noexcept {
+  static void drop(void* self) noexcept {  // a graph's, and the last step of the others
     auto* state = static_cast<green_state*>(self);
     if (state->references.fetch_sub(1) != 1) return;
-    const bool destroying = state->destroy_at_end.load();
-    green_contexts().context_ending(state->context_id, destroying);  // curt's own things first
-    if (destroying) destroy_green_context(state->handle);
+    if (state->destroy_at_end.load()) {
+      green_contexts().context_ending(state->context_id, true);  // curt's own things first
+      destroy_green_context(state->handle);
+    }
     delete state;
+  }
+  static void drop_user(void* self) noexcept {  // the owner's or a stream's
+    auto* state = static_cast<green_state*>(self);
+    if (state->users.fetch_sub(1) == 1 && !state->destroy_at_end.load())
+      green_contexts().context_ending(state->context_id, false);
+    drop(self);
   }
   /// The state of a green context just made (or adopted); on failure the caller still owns it.
   static green_state* make(CUgreenCtx h) {
@@ -590,12 +600,16 @@ class green_context : public green_context_ref {
   /// Gives up ownership; the caller destroys the green context (cuGreenCtxDestroy), after every
   /// stream made in it and every graph captured on one is gone, and after every thread that
   /// waited on one of its streams (stream::wait) has exited: such a thread keeps a reusable
-  /// event in the context until then (curt destroys the rest of what it cached there once the
-  /// last of those streams and graphs is gone). The owner is then "released".
+  /// event in the context until then. The rest of what curt cached there (the stream of
+  /// synchronous pool allocations) is destroyed here when no stream made through this owner is
+  /// left, else with the last of them; graphs do not keep it (CUDA lets go of them at a moment
+  /// the caller cannot see). After that, curt counts the context as any other: a synchronous
+  /// pool allocation made while it is current leaves a stream of curt's in it, so make none.
+  /// The owner is then "released".
   CUgreenCtx release() {
     CUgreenCtx h = native("release()");
-    state_->destroy_at_end.store(false);
-    detail::green_state::drop(state_);  // streams still made through it keep only the record
+    state_->destroy_at_end.store(false);  // before the owner's part is dropped
+    detail::green_state::drop_user(state_);  // streams still made through it keep only the record
     state_ = nullptr;
     handle_ = detail::state_handle<CUgreenCtx>(detail::handle_state::released);
     return h;
@@ -621,10 +635,13 @@ class green_context : public green_context_ref {
     }
     curt::stream made = curt::stream::from_native_handle(created);
     state_->references.fetch_add(1);
+    state_->users.fetch_add(1);
     try {
-      detail::held_by_streams().add(created, detail::stream_hold{&detail::green_state::drop, state_,
-                                                                 &detail::green_state::retain});
+      detail::held_by_streams().add(
+          created, detail::stream_hold{&detail::green_state::drop_user, state_,
+                                       &detail::green_state::retain, &detail::green_state::drop});
     } catch (...) {
+      state_->users.fetch_sub(1);
       state_->references.fetch_sub(1);  // `made` destroys the stream
       throw;
     }
@@ -681,7 +698,7 @@ class green_context : public green_context_ref {
     return std::exchange(handle_, detail::state_handle<CUgreenCtx>(left));
   }
   void destroy() noexcept {
-    if (state_) detail::green_state::drop(state_);
+    if (state_) detail::green_state::drop_user(state_);
     state_ = nullptr;
     handle_ = detail::state_handle<CUgreenCtx>(detail::handle_state::empty);
   }

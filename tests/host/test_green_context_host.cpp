@@ -157,13 +157,18 @@ TEST_CASE("a stream hold is taken once, by its stream's handle, and run once", "
 TEST_CASE("a shared stream hold is one more reference, dropped by its own run()", "[green]") {
   struct counted {
     int references = 1;
+    int users = 1;  // the stream's own reference, apart from the shared ones
   };
   auto drop = [](void* object) noexcept { --static_cast<counted*>(object)->references; };
+  auto drop_user = [](void* object) noexcept {
+    --static_cast<counted*>(object)->users;
+    --static_cast<counted*>(object)->references;
+  };
   auto retain = [](void* object) noexcept { ++static_cast<counted*>(object)->references; };
   counted green, plain;
   curt::detail::stream_holds holds;
   CHECK(holds.share(fake_stream(0x1000)).release == nullptr);  // empty table: nothing to share
-  holds.add(fake_stream(0x1000), {drop, &green, retain});
+  holds.add(fake_stream(0x1000), {drop_user, &green, retain, drop});
   holds.add(fake_stream(0x2000), {drop, &plain});  // no retain: cannot be shared
   CHECK(holds.share(fake_stream(0x3000)).release == nullptr);
   CHECK(holds.share(fake_stream(0x2000)).release == nullptr);
@@ -174,10 +179,12 @@ TEST_CASE("a shared stream hold is one more reference, dropped by its own run()"
   CHECK(green.references == 3);
   holds.take(fake_stream(0x1000)).run();  // the stream goes: the graphs' references remain
   CHECK(green.references == 2);
+  CHECK(green.users == 0);  // the stream's own release ran, not a shared one
   CHECK(holds.share(fake_stream(0x1000)).release == nullptr);  // taken: nothing to share
   first.run();
   second.run();
   CHECK(green.references == 0);
+  CHECK(green.users == 0);  // shared holds run the shared release
   holds.take(fake_stream(0x2000)).run();
   CHECK(plain.references == 0);
 }

@@ -28,12 +28,14 @@
 
 namespace curt::detail {
 
-/// Something a stream keeps alive: run() drops it (once the stream is gone); retain() takes one
-/// more reference, for something that must keep it as long as the stream (null: cannot).
+/// Something a stream keeps alive: run() drops it (once the stream is gone). share() takes one
+/// more reference, for something that keeps it apart from the stream (a graph captured on it):
+/// `retain` takes it and `release_shared` drops it (null: nothing can share it).
 struct stream_hold {
   void (*release)(void*) noexcept = nullptr;
   void* object = nullptr;
   void (*retain)(void*) noexcept = nullptr;
+  void (*release_shared)(void*) noexcept = nullptr;
   void run() noexcept {
     if (release) release(object);
   }
@@ -69,7 +71,7 @@ class stream_holds {
     for (entry& e : entries_) {
       if (e.stream != stream || e.hold.retain == nullptr) continue;
       e.hold.retain(e.hold.object);
-      return e.hold;
+      return stream_hold{e.hold.release_shared, e.hold.object};
     }
     return {};
   }
