@@ -26,6 +26,7 @@
 #include <curt/detail/atomic.hpp>
 #include <curt/detail/entries.hpp>
 #include <curt/detail/graph_bodies.hpp>
+#include <curt/detail/graph_discards.hpp>
 #include <curt/detail/graph_errors.hpp>
 #include <curt/detail/handle_state.hpp>
 #include <curt/detail/host_function.hpp>
@@ -337,7 +338,10 @@ class graph_ref {
 
   /// The handle for a CUDA call; throws, naming `operation`, when there is none.
   cudaGraph_t native(const char* operation) const {
-    return detail::usable_handle(handle_, "curt::graph", operation);
+    cudaGraph_t h = detail::usable_handle(handle_, "curt::graph", operation);
+    if (CURT_UNLIKELY(!detail::discarded_graphs().empty()))
+      detail::refuse_discarded_graph(h, operation);
+    return h;
   }
 
   cudaGraph_t handle_;
@@ -356,7 +360,7 @@ class graph : public graph_ref {
     cudaGraph_t created = nullptr;
     detail::current_device_scope in_context(detail::any_context);
     detail::check(cudaGraphCreate(&created, 0), "cudaGraphCreate", __FILE__, __LINE__);
-    detail::forget_conditional_bodies(created);  // a new graph is no conditional body
+    detail::graph_is_new(created);  // no conditional body, nor anything CUDA discarded
     return graph(created);
   }
   /// An empty owner: every use throws until a graph is assigned.
@@ -368,6 +372,8 @@ class graph : public graph_ref {
     if (handle == nullptr || detail::is_state_handle(handle))
       detail::raise(cudaErrorInvalidResourceHandle, "curt::graph::from_native_handle",
                     "only a created graph can be owned, not null", __FILE__, __LINE__);
+    if (CURT_UNLIKELY(!detail::discarded_graphs().empty()))
+      detail::discarded_graphs().forget(handle);  // alive: not what CUDA destroyed there
     return graph(handle);
   }
 
@@ -397,7 +403,10 @@ class graph : public graph_ref {
     return std::exchange(handle_, detail::state_handle<cudaGraph_t>(left));
   }
   void destroy() noexcept {
-    if (detail::is_state_handle(handle_)) return;
+    if (detail::is_state_handle(handle_) || detail::owner_keeps_off(handle_)) {
+      handle_ = detail::state_handle<cudaGraph_t>(detail::handle_state::empty);
+      return;
+    }
     try {
       detail::current_device_scope in_context(detail::any_context);
       detail::forget_conditional_bodies(handle_);  // its conditional nodes' bodies die with it
@@ -613,7 +622,7 @@ inline graph graph_ref::clone() const {
     status = cudaGraphClone(&copy, g);
   }
   if (CURT_UNLIKELY(status != cudaSuccess)) detail::throw_clone_error(status, g, __FILE__, __LINE__);
-  detail::forget_conditional_bodies(copy);  // a new graph is no conditional body
+  detail::graph_is_new(copy);  // no conditional body, nor anything CUDA discarded
   return graph::from_native_handle(copy);
 }
 

@@ -147,10 +147,16 @@ inline void begin_capture(cudaStream_t stream, capture_mode mode, cudaGraph_t ta
                        location(__FILE__, __LINE__), std::move(why), std::move(log));
 }
 
+// Whether CUDA destroyed the target of a capture into an existing graph that ended with `status`
+// (see detail/graph_discards.hpp).
+inline bool destroys_target(cudaError_t status) noexcept {
+  return status == cudaErrorStreamCaptureInvalidated || status == cudaErrorStreamCaptureUnjoined;
+}
+
 // Ends a capture and returns its graph. `ended` becomes true unless the stream still captures
-// (a capture ended on the wrong thread); a graph handed back with a failure is destroyed when
-// `owns_graph` (not when it is the caller's target).
-inline cudaGraph_t end_capture(cudaStream_t stream, bool& ended, bool owns_graph,
+// (a capture ended on the wrong thread). `target`: the caller's graph captured into (null: the
+// capture's own graph, destroyed when a failure hands one back).
+inline cudaGraph_t end_capture(cudaStream_t stream, bool& ended, cudaGraph_t target,
                                const char* operation) {
   if (ended)
     raise(cudaErrorIllegalState, operation, "the capture was ended already: end() once",
@@ -169,7 +175,7 @@ inline cudaGraph_t end_capture(cudaStream_t stream, bool& ended, bool owns_graph
   (void)cudaGetLastError();
   capture_status now = diagnose(
       [&] {
-        if (graph && owns_graph) {
+        if (graph && !target) {
           forget_conditional_bodies(graph);
           (void)cudaGraphDestroy(graph);
         }
@@ -177,9 +183,17 @@ inline cudaGraph_t end_capture(cudaStream_t stream, bool& ended, bool owns_graph
       },
       stream);
   ended = now == capture_status::none;
+  std::string why = describe_capture_end_failure(status);
+  if (target && destroys_target(status))
+    why = (status == cudaErrorStreamCaptureInvalidated
+               ? std::string("the capture was invalidated by a call that cannot be captured "
+                             "(synchronizing or querying the capturing stream, an unsafe call "
+                             "such as cudaMalloc outside relaxed mode, a failed call on the "
+                             "stream); the capture is ended and the stream is usable again")
+               : why) +
+          "; " + describe_destroyed_target(capture_target_destroyed(target));
   throw_error_with_log(make_error_code(status), "cudaStreamEndCapture(stream)",
-                       location(__FILE__, __LINE__), describe_capture_end_failure(status),
-                       std::move(log));
+                       location(__FILE__, __LINE__), std::move(why), std::move(log));
 }
 
 // What the capturing stream keeps alive (its green context, for a stream made by
@@ -230,19 +244,25 @@ inline void share_stream_holds(cudaStream_t stream, cudaGraph_t graph) {
 }
 
 // For a scope's destructor: ends a capture that did not reach end() and destroys the graph it
-// gives (when it is the scope's own). An invalidated or unjoined capture is what an exception
-// usually leaves behind: not reported; anything else goes to the error handler.
-inline void abandon_capture(cudaStream_t stream, bool owns_graph) noexcept {
+// gives (when it is the scope's own; `target`: the caller's graph captured into, else null). An
+// invalidated or unjoined capture is what an exception usually leaves behind: not reported;
+// anything else goes to the error handler. False when CUDA destroyed `target`.
+inline bool abandon_capture(cudaStream_t stream, cudaGraph_t target) noexcept {
   try {
     stream_context_scope in_context(stream);
     cudaGraph_t graph = nullptr;
     cudaError_t status = cudaStreamEndCapture(stream, &graph);
-    if (status == cudaErrorStreamCaptureInvalidated || status == cudaErrorStreamCaptureUnjoined)
+    if (destroys_target(status)) {
       (void)cudaGetLastError();
-    else
+      if (target) {
+        (void)capture_target_destroyed(target);
+        return false;
+      }
+    } else {
       check_noexcept(status, "cudaStreamEndCapture(stream) (a capture left without end())",
                      __FILE__, __LINE__);
-    if (graph && owns_graph) {
+    }
+    if (graph && !target) {
       forget_conditional_bodies(graph);
       check_noexcept(cudaGraphDestroy(graph), "cudaGraphDestroy(abandoned capture)", __FILE__,
                      __LINE__);
@@ -250,6 +270,7 @@ inline void abandon_capture(cudaStream_t stream, bool owns_graph) noexcept {
   } catch (const cuda_error& error) {  // the stream's context could not be made current
     handle_error(error);
   }
+  return true;
 }
 
 // The explanation part of a cuda_error's message ("<call> failed: <code>: <explanation> at
@@ -275,7 +296,10 @@ CURT_COLD inline void rethrow_if_capture_invalidated(cudaStream_t stream, const 
                           "invalidated the capture"
                         : "the capture is invalidated";
   why += owns_graph ? ": curt::capture ended it and discarded its graph; the stream is usable again"
-                    : ": curt::capture_to_graph ended it; the stream is usable again";
+                    : ": curt::capture_to_graph ended it, and CUDA destroyed the target graph with "
+                      "every node it held (for a conditional body: the graph holding it can no "
+                      "longer be instantiated or destroyed, and curt refuses its uses); the "
+                      "stream is usable again";
   std::string own = explanation_of(error);
   if (!own.empty()) why += " (" + own + ")";
   throw cuda_error(error.code(), error.call(), std::move(why), error.where(), error.driver_log());
@@ -341,7 +365,7 @@ class capture_scope {
   explicit capture_scope(curt::stream&&, capture_mode = capture_mode::global) = delete;
   /// Ends the capture if end() was not called, and destroys the graph it made.
   ~capture_scope() {
-    if (!ended_) detail::abandon_capture(stream_, true);
+    if (!ended_) (void)detail::abandon_capture(stream_, nullptr);
   }
   capture_scope(const capture_scope&) = delete;
   capture_scope& operator=(const capture_scope&) = delete;
@@ -350,7 +374,7 @@ class capture_scope {
   /// when called twice.
   curt::graph end() {
     curt::graph g = curt::graph::from_native_handle(
-        detail::end_capture(stream_, ended_, true, "curt::capture_scope::end()"));
+        detail::end_capture(stream_, ended_, nullptr, "curt::capture_scope::end()"));
     detail::share_stream_holds(stream_, g.get());
     return g;
   }
@@ -383,7 +407,10 @@ class capture_scope {
 /// Captures the work enqueued on a stream into `target`, a graph of the caller's, after
 /// `dependencies` (nodes of target; none: the work starts at the graph's roots).
 /// (cudaStreamBeginCaptureToGraph.) A capture that does not reach end() leaves target with what
-/// was captured before, when the capture was not invalidated.
+/// was captured before. An invalidated or unjoined capture makes CUDA destroy the target, with
+/// the nodes it held before; if it was a conditional body, CUDA can no longer instantiate or
+/// destroy the graph holding it: curt refuses their uses, saying so, and leaks the latter (see
+/// detail/graph_discards.hpp).
 class capture_to_graph_scope {
  public:
   capture_to_graph_scope(stream_ref stream, graph_ref target,
@@ -411,8 +438,7 @@ class capture_to_graph_scope {
                          capture_mode = capture_mode::global) = delete;
   /// Ends the capture if end() was not called; what was captured stays in the target.
   ~capture_to_graph_scope() {
-    if (ended_) return;
-    detail::abandon_capture(stream_, false);
+    if (ended_ || !detail::abandon_capture(stream_, target_)) return;
     try {
       detail::share_stream_holds(stream_, target_);
     } catch (const std::exception& error) {
@@ -424,7 +450,7 @@ class capture_to_graph_scope {
 
   /// Ends the capture; the work is in the target graph. Throws for an invalidated capture.
   void end() {
-    (void)detail::end_capture(stream_, ended_, false, "curt::capture_to_graph_scope::end()");
+    (void)detail::end_capture(stream_, ended_, target_, "curt::capture_to_graph_scope::end()");
     detail::share_stream_holds(stream_, target_);
   }
   stream_ref stream() const noexcept { return stream_; }

@@ -26,6 +26,7 @@
 #include <curt/event.hpp>
 #include <curt/graph.hpp>
 #include <curt/graph_capture.hpp>
+#include <curt/graph_nodes.hpp>
 #include <curt/launch.hpp>
 #include <curt/memory.hpp>
 #include <curt/memory_pool.hpp>
@@ -541,6 +542,105 @@ TEST_CASE("capture into an existing graph, after named nodes", "[graph]") {
     CHECK(y.download() == want_y);
     CHECK(z.download() == affine_ref(want_y, 1, c));
   }
+}
+
+// CUDA 13.0 destroys the target of an invalidated or unjoined capture into an existing graph,
+// with the nodes it held before (attack9 claim 4 found it: the target's handle was invalid
+// afterwards). The owner must then neither use nor destroy the handle: curt says what happened.
+TEST_CASE("an invalidated or unjoined capture_to_graph: CUDA destroys the target, and its owner "
+          "says so and destroys nothing",
+          "[graph][api-error]") {
+  curt::device d(0);
+  curt::stream s(d), side(d);
+  destructor_error_counter errors;
+  const int n = random_size();
+  const int a = random_coefficient(), b = random_coefficient();
+  device_array<int> x(count(n)), y(count(n));
+  const char* destroyed[] = {"CUDA destroyed the target graph", "every node it held"};
+  auto require_gone = [&](curt::graph& target, const char* how) {
+    INFO(how);
+    require_cuda_error([&] { (void)target.node_count(); }, cudaErrorInvalidResourceHandle,
+                       {"curt::graph::node_count()", "CUDA destroyed this graph",
+                        "curt::capture_to_graph", "make a new graph"});
+    require_cuda_error([&] { (void)target.instantiate(); }, cudaErrorInvalidResourceHandle,
+                       {"curt::graph::instantiate()", "CUDA destroyed this graph"});
+    CHECK(cudaGetLastError() == cudaSuccess);
+  };
+  auto target_with_a_node = [&] {
+    curt::graph g = curt::graph::create();
+    curt::add_empty_node(g, {});
+    return g;
+  };
+  {
+    curt::graph target = target_with_a_node();
+    cudaError_t refused = cudaSuccess;
+    require_cuda_error(
+        [&] {
+          curt::capture_to_graph(s, target, [&](curt::stream_ref cs) {
+            curt::launch(cs, config_for(n), affine, static_cast<const int*>(x.get()), y.get(), n,
+                         a, b, 0ull);
+            refused = cudaStreamQuery(cs);  // not allowed: the capture is spoilt
+          });
+        },
+        cudaErrorStreamCaptureInvalidated,
+        {"cudaStreamEndCapture", "invalidated", destroyed[0], destroyed[1], "usable again"});
+    CHECK(refused == cudaErrorStreamCaptureUnsupported);
+    require_gone(target, "end() of an invalidated capture");
+  }
+  {
+    curt::graph target = target_with_a_node();
+    require_cuda_error(
+        [&] {
+          curt::capture_to_graph(s, target, [&](curt::stream_ref cs) {
+            curt::launch(cs, config_for(n), affine, static_cast<const int*>(x.get()), y.get(), n,
+                         a, b, 0ull);
+            cs.synchronize();  // curt's call: refused, and the capture is invalidated
+          });
+        },
+        cudaErrorStreamCaptureUnsupported,
+        {"cudaStreamSynchronize", "invalidated the capture", destroyed[0], destroyed[1]});
+    require_gone(target, "the work threw after invalidating the capture");
+  }
+  {
+    curt::graph target = target_with_a_node();
+    curt::event forked(d);
+    require_cuda_error(
+        [&] {
+          curt::capture_to_graph(s, target, [&](curt::stream_ref cs) {
+            curt::launch(cs, config_for(n), affine, static_cast<const int*>(x.get()), y.get(), n,
+                         a, b, 0ull);
+            cs.record(forked);
+            side.wait(forked);  // forked onto side, never joined back
+            curt::launch(side, config_for(n), affine, static_cast<const int*>(x.get()), y.get(),
+                         n, a, b, 0ull);
+          });
+        },
+        cudaErrorStreamCaptureUnjoined, {"not joined back", destroyed[0], destroyed[1]});
+    require_gone(target, "end() of an unjoined capture");
+  }
+  require_not_capturing(s);
+  require_not_capturing(side);
+  INFO("the owners of the destroyed graphs went without destroying anything");
+  CHECK(errors.count() == 0);
+
+  // New graphs (maybe at the same addresses) are whole, and capture_to_graph into them works.
+  for (int round = 0; round < 3; ++round) {
+    curt::graph target = target_with_a_node();
+    curt::capture_to_graph(s, target, [&](curt::stream_ref cs) {
+      curt::launch(cs, config_for(n), affine, static_cast<const int*>(x.get()), y.get(), n, a, b,
+                   0ull);
+    });
+    CHECK(target.node_count() == 2);
+    std::vector<int> values = random_inputs(n);
+    x.upload(values);
+    y.poison();
+    curt::graph_exec exec = target.instantiate();
+    exec.launch(s);
+    s.synchronize();
+    CHECK(y.download() == affine_ref(values, a, b));
+  }
+  require_stream_works(s);
+  CHECK(errors.count() == 0);
 }
 
 TEST_CASE("instantiation flags are read back as CUDA 13.0 reports them; each executable runs",

@@ -691,3 +691,87 @@ TEST_CASE("graphs made after a graph with conditional nodes is gone are never ta
     CHECK(eventually([&] { return !is_body(body); }, [&] { s.synchronize(); }));
   }
 }
+
+// CUDA 13.0 destroys the body an invalidated capture went into, and then crashes (SIGSEGV) when
+// the graph holding its conditional node is instantiated or destroyed. curt refuses every use of
+// such a graph, saying why, and never destroys it (a leak, instead of a crash at the owner's end).
+TEST_CASE("an invalidated capture into a conditional body: the graphs holding it are refused and "
+          "never destroyed",
+          "[graph][conditional][no-initcheck][api-error]") {
+  curt::device d(0);
+  curt::stream s(d), side(d);
+  curt_test::destructor_error_counter errors;
+  const int n = random_size();
+  const int a = random_coefficient(), b = random_coefficient();
+  device_array<int> x(count(n)), y(count(n));
+  auto affine_on = [&](curt::stream_ref cs) {
+    curt::launch(cs, config_for(n), affine, static_cast<const int*>(x.get()), y.get(), n, a, b,
+                 0ull);
+  };
+  auto require_broken = [&](curt::graph_ref g, const char* which) {
+    INFO(which);
+    const char* why[] = {"conditional node whose body CUDA destroyed", "never destroys it",
+                         "build the graph again"};
+    require_cuda_error([&] { (void)g.instantiate(); }, cudaErrorIllegalState,
+                       {"curt::graph::instantiate()", why[0], why[1], why[2]});
+    require_cuda_error([&] { (void)g.clone(); }, cudaErrorIllegalState,
+                       {"curt::graph::clone()", why[0]});
+    require_cuda_error([&] { (void)g.node_count(); }, cudaErrorIllegalState,
+                       {"curt::graph::node_count()", why[0]});
+  };
+  {
+    curt::graph g = curt::graph::create();
+    curt::conditional_handle h =
+        curt::conditional_handle::create(g, 1, curt::conditional_flags::assign_default);
+    curt::graph_ref body = curt::add_if_node(g, {}, h).body();
+    require_cuda_error(
+        [&] {
+          curt::capture_to_graph(side, body, [&](curt::stream_ref bs) {
+            affine_on(bs);
+            bs.synchronize();  // refused, and the capture is invalidated
+          });
+        },
+        cudaErrorStreamCaptureUnsupported,
+        {"invalidated the capture", "CUDA destroyed the target graph", "conditional body"});
+    require_cuda_error([&] { (void)body.node_count(); }, cudaErrorInvalidResourceHandle,
+                       {"CUDA destroyed this graph"});
+    require_broken(g, "the graph holding the IF node");
+  }  // g's owner goes and leaves the graph alone
+  {
+    curt::graph g = curt::graph::create();
+    curt::conditional_handle more = curt::conditional_handle::create(g);
+    curt::graph_ref loop_body = curt::add_while_node(g, {}, more).body();
+    curt::conditional_handle inner_h =
+        curt::conditional_handle::create(loop_body, 1, curt::conditional_flags::assign_default);
+    curt::graph_ref inner = curt::add_if_node(loop_body, {}, inner_h).body();
+    cudaError_t refused = cudaSuccess;
+    {
+      curt::capture_to_graph_scope scope(side, inner);
+      affine_on(side);
+      refused = cudaStreamQuery(side.get());
+      require_cuda_error([&] { scope.end(); }, cudaErrorStreamCaptureInvalidated,
+                         {"CUDA destroyed the target graph", "body of a conditional node",
+                          "(2 graph(s), counting the nested ones)", "curt refuses their uses"});
+    }
+    CHECK(refused == cudaErrorStreamCaptureUnsupported);
+    require_broken(loop_body, "the WHILE body holding the IF node");
+    require_broken(g, "the graph holding the WHILE node");
+  }
+  CHECK(curt::capture_info(side).status == curt::capture_status::none);
+  INFO("the owners went without destroying anything");
+  CHECK(errors.count() == 0);
+
+  // Conditional graphs made afterwards work: a capture into an IF body, run with the CPU's answer.
+  curt::graph g = curt::graph::create();
+  curt::conditional_handle h =
+      curt::conditional_handle::create(g, 1, curt::conditional_flags::assign_default);
+  curt::capture_to_graph(side, curt::add_if_node(g, {}, h).body(), affine_on);
+  curt::graph_exec exec = g.instantiate();
+  std::vector<int> values = random_inputs(n);
+  x.upload(values);
+  y.poison();
+  exec.launch(s);
+  s.synchronize();
+  CHECK(y.download() == affine_ref(values, a, b));
+  CHECK(errors.count() == 0);
+}
