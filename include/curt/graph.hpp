@@ -398,6 +398,10 @@ class graph : public graph_ref {
   }
 
  private:
+  friend class capture_to_graph_scope;  // CUDA destroyed the graph a capture went into
+  void destroyed_by_cuda() noexcept {
+    handle_ = detail::state_handle<cudaGraph_t>(detail::handle_state::discarded);
+  }
   explicit graph(cudaGraph_t handle) noexcept : graph_ref(handle, from_state_t{}) {}
   cudaGraph_t take(detail::handle_state left) noexcept {
     return std::exchange(handle_, detail::state_handle<cudaGraph_t>(left));

@@ -175,7 +175,7 @@ inline cudaGraph_t end_capture(cudaStream_t stream, bool& ended, cudaGraph_t tar
   (void)cudaGetLastError();
   capture_status now = diagnose(
       [&] {
-        if (graph && !target) {
+        if (graph && !target && !owner_keeps_off(graph)) {
           forget_conditional_bodies(graph);
           (void)cudaGraphDestroy(graph);
         }
@@ -262,7 +262,7 @@ inline bool abandon_capture(cudaStream_t stream, cudaGraph_t target) noexcept {
       check_noexcept(status, "cudaStreamEndCapture(stream) (a capture left without end())",
                      __FILE__, __LINE__);
     }
-    if (graph && !target) {
+    if (graph && !target && !owner_keeps_off(graph)) {  // a broken graph is leaked
       forget_conditional_bodies(graph);
       check_noexcept(cudaGraphDestroy(graph), "cudaGraphDestroy(abandoned capture)", __FILE__,
                      __LINE__);
@@ -408,11 +408,23 @@ class capture_scope {
 /// `dependencies` (nodes of target; none: the work starts at the graph's roots).
 /// (cudaStreamBeginCaptureToGraph.) A capture that does not reach end() leaves target with what
 /// was captured before. An invalidated or unjoined capture makes CUDA destroy the target, with
-/// the nodes it held before; if it was a conditional body, CUDA can no longer instantiate or
-/// destroy the graph holding it: curt refuses their uses, saying so, and leaks the latter (see
-/// detail/graph_discards.hpp).
+/// the nodes it held before: a curt::graph owner given as the target is then "discarded" (its
+/// uses throw saying so; it destroys nothing); if the target was a conditional body, CUDA can no
+/// longer instantiate or destroy the graph holding it: curt refuses its uses, saying so, and
+/// leaks it (see detail/graph_discards.hpp).
 class capture_to_graph_scope {
  public:
+  capture_to_graph_scope(stream_ref stream, curt::graph& target,
+                         capture_mode mode = capture_mode::global)
+      : capture_to_graph_scope(stream, graph_ref(target), {}, mode) {
+    owner_ = &target;
+  }
+  capture_to_graph_scope(stream_ref stream, curt::graph& target,
+                         const std::vector<graph_dependency>& dependencies,
+                         capture_mode mode = capture_mode::global)
+      : capture_to_graph_scope(stream, graph_ref(target), dependencies, mode) {
+    owner_ = &target;
+  }
   capture_to_graph_scope(stream_ref stream, graph_ref target,
                          capture_mode mode = capture_mode::global)
       : capture_to_graph_scope(stream, target, {}, mode) {}
@@ -438,7 +450,11 @@ class capture_to_graph_scope {
                          capture_mode = capture_mode::global) = delete;
   /// Ends the capture if end() was not called; what was captured stays in the target.
   ~capture_to_graph_scope() {
-    if (ended_ || !detail::abandon_capture(stream_, target_)) return;
+    if (ended_) return;
+    if (!detail::abandon_capture(stream_, target_)) {
+      target_destroyed();
+      return;
+    }
     try {
       detail::share_stream_holds(stream_, target_);
     } catch (const std::exception& error) {
@@ -450,14 +466,23 @@ class capture_to_graph_scope {
 
   /// Ends the capture; the work is in the target graph. Throws for an invalidated capture.
   void end() {
-    (void)detail::end_capture(stream_, ended_, target_, "curt::capture_to_graph_scope::end()");
+    try {
+      (void)detail::end_capture(stream_, ended_, target_, "curt::capture_to_graph_scope::end()");
+    } catch (const cuda_error& error) {
+      if (detail::destroys_target(error.status())) target_destroyed();
+      throw;
+    }
     detail::share_stream_holds(stream_, target_);
   }
   stream_ref stream() const noexcept { return stream_; }
 
  private:
+  void target_destroyed() noexcept {
+    if (owner_ && owner_->handle_ == target_) owner_->destroyed_by_cuda();
+  }
   stream_ref stream_;
   cudaGraph_t target_;
+  curt::graph* owner_ = nullptr;  // the target's owner, when the caller gave it
   bool ended_ = false;
 };
 
@@ -471,22 +496,41 @@ curt::graph capture(stream_ref stream, Work&& work, capture_mode mode = capture_
   return scope.end();
 }
 
+namespace detail {
+template <class Work>
+void capture_into(capture_to_graph_scope& scope, Work&& work) {
+  run_captured(scope.stream(), std::forward<Work>(work), false);
+  scope.end();
+}
+}  // namespace detail
+
 /// Captures what `work` enqueues on `stream` into `target`, after `dependencies` (see
-/// capture_to_graph_scope).
+/// capture_to_graph_scope; given the owner, curt marks it when CUDA destroys the graph).
 template <class Work>
 void capture_to_graph(stream_ref stream, graph_ref target, Work&& work,
                       capture_mode mode = capture_mode::global) {
   capture_to_graph_scope scope(stream, target, mode);
-  detail::run_captured(scope.stream(), std::forward<Work>(work), false);
-  scope.end();
+  detail::capture_into(scope, std::forward<Work>(work));
+}
+template <class Work>
+void capture_to_graph(stream_ref stream, curt::graph& target, Work&& work,
+                      capture_mode mode = capture_mode::global) {
+  capture_to_graph_scope scope(stream, target, mode);
+  detail::capture_into(scope, std::forward<Work>(work));
 }
 template <class Work>
 void capture_to_graph(stream_ref stream, graph_ref target,
                       const std::vector<graph_dependency>& dependencies, Work&& work,
                       capture_mode mode = capture_mode::global) {
   capture_to_graph_scope scope(stream, target, dependencies, mode);
-  detail::run_captured(scope.stream(), std::forward<Work>(work), false);
-  scope.end();
+  detail::capture_into(scope, std::forward<Work>(work));
+}
+template <class Work>
+void capture_to_graph(stream_ref stream, curt::graph& target,
+                      const std::vector<graph_dependency>& dependencies, Work&& work,
+                      capture_mode mode = capture_mode::global) {
+  capture_to_graph_scope scope(stream, target, dependencies, mode);
+  detail::capture_into(scope, std::forward<Work>(work));
 }
 
 }  // namespace curt

@@ -561,7 +561,7 @@ TEST_CASE("an invalidated or unjoined capture_to_graph: CUDA destroys the target
     INFO(how);
     require_cuda_error([&] { (void)target.node_count(); }, cudaErrorInvalidResourceHandle,
                        {"curt::graph::node_count()", "CUDA destroyed this graph",
-                        "curt::capture_to_graph", "make a new graph"});
+                        "curt::capture_to_graph", "a new graph"});
     require_cuda_error([&] { (void)target.instantiate(); }, cudaErrorInvalidResourceHandle,
                        {"curt::graph::instantiate()", "CUDA destroyed this graph"});
     CHECK(cudaGetLastError() == cudaSuccess);
@@ -617,6 +617,52 @@ TEST_CASE("an invalidated or unjoined capture_to_graph: CUDA destroys the target
         },
         cudaErrorStreamCaptureUnjoined, {"not joined back", destroyed[0], destroyed[1]});
     require_gone(target, "end() of an unjoined capture");
+  }
+  {  // Through a graph_ref the owner is not known: curt knows the address, until it is reused.
+    curt::graph owner = target_with_a_node();
+    curt::graph_ref target = owner;
+    require_cuda_error(
+        [&] {
+          curt::capture_to_graph(s, target, [&](curt::stream_ref cs) {
+            curt::launch(cs, config_for(n), affine, static_cast<const int*>(x.get()), y.get(), n,
+                         a, b, 0ull);
+            (void)cudaStreamQuery(cs);
+          });
+        },
+        cudaErrorStreamCaptureInvalidated, {destroyed[0], destroyed[1]});
+    (void)cudaGetLastError();
+    require_cuda_error([&] { (void)target.node_count(); }, cudaErrorInvalidResourceHandle,
+                       {"CUDA destroyed this graph", "make a new graph"});
+    require_cuda_error([&] { (void)owner.instantiate(); }, cudaErrorInvalidResourceHandle,
+                       {"CUDA destroyed this graph"});
+  }  // the owner destroys nothing: curt knows the address
+  {  // attack10 claim 2: the old owner, still alive, is no alias of a new graph at its address
+    curt::graph target = target_with_a_node();
+    const cudaGraph_t old = target.get();
+    require_cuda_error(
+        [&] {
+          curt::capture_to_graph(s, target, [&](curt::stream_ref cs) {
+            curt::launch(cs, config_for(n), affine, static_cast<const int*>(x.get()), y.get(), n,
+                         a, b, 0ull);
+            (void)cudaStreamQuery(cs);
+          });
+        },
+        cudaErrorStreamCaptureInvalidated, {destroyed[0]});
+    (void)cudaGetLastError();
+    std::vector<curt::graph> made;
+    bool reused = false;
+    for (int i = 0; i < 256 && !reused; ++i) {
+      made.push_back(curt::graph::create());
+      reused = made.back().get() == old;
+    }
+    for (int i = 0; i < 3; ++i) curt::add_empty_node(made.back(), {});
+    INFO("a new graph took the destroyed one's address: " << reused);
+    require_gone(target, "the old owner, with a new graph made since");
+    target = curt::graph(curt::no_handle);  // the old owner lets go: it destroys nothing
+    CHECK(made.back().node_count() == 3);
+    curt::graph_exec exec = made.back().instantiate();
+    exec.launch(s);
+    s.synchronize();
   }
   require_not_capturing(s);
   require_not_capturing(side);

@@ -757,6 +757,25 @@ TEST_CASE("an invalidated capture into a conditional body: the graphs holding it
     require_broken(loop_body, "the WHILE body holding the IF node");
     require_broken(g, "the graph holding the WHILE node");
   }
+  {  // attack10 claim 1: the capture holding the IF node is abandoned by the exception: curt
+     // leaves its graph alone (destroying it would crash)
+    cudaError_t refused = cudaSuccess;
+    require_cuda_error(
+        [&] {
+          (void)curt::capture(s, [&](curt::stream_ref cs) {
+            curt::conditional_handle h = curt::conditional_handle::create(cs, 1,
+                curt::conditional_flags::assign_default);
+            curt::graph_ref body = curt::add_if_node(cs, h).body();
+            curt::capture_to_graph(side, body, [&](curt::stream_ref bs) {
+              affine_on(bs);
+              refused = cudaStreamQuery(bs.get());
+            });
+          });
+        },
+        cudaErrorStreamCaptureInvalidated, {"CUDA destroyed the target graph", "conditional node"});
+    CHECK(refused == cudaErrorStreamCaptureUnsupported);
+    CHECK(curt::capture_info(s).status == curt::capture_status::none);
+  }
   CHECK(curt::capture_info(side).status == curt::capture_status::none);
   INFO("the owners went without destroying anything");
   CHECK(errors.count() == 0);

@@ -24,7 +24,9 @@ namespace detail {
 // Values at the very top of the address space, which no runtime handle takes (and distinct
 // from cudaStreamLegacy = 1 and cudaStreamPerThread = 2).
 enum class handle_state : std::uintptr_t {
-  freed = ~std::uintptr_t(0) - 3,  // memory owners only: freed explicitly (free())
+  discarded = ~std::uintptr_t(0) - 4,  // graph owners only: CUDA destroyed the graph (see
+                                       // detail/graph_discards.hpp)
+  freed = ~std::uintptr_t(0) - 3,      // memory owners only: freed explicitly (free())
   empty = ~std::uintptr_t(0) - 2,
   released = ~std::uintptr_t(0) - 1,
   moved_from = ~std::uintptr_t(0),
@@ -36,7 +38,8 @@ Handle state_handle(handle_state state) noexcept {
 }
 
 inline bool is_state_handle(const void* handle) noexcept {
-  return reinterpret_cast<std::uintptr_t>(handle) >= static_cast<std::uintptr_t>(handle_state::freed);
+  return reinterpret_cast<std::uintptr_t>(handle) >=
+         static_cast<std::uintptr_t>(handle_state::discarded);
 }
 
 /// A stream handle with 0 replaced by the default stream it means in the calling translation unit
@@ -54,6 +57,11 @@ cudaStream_t explicit_stream(cudaStream_t stream) noexcept {
                                                    const char* operation, const char* file,
                                                    int line) {
   auto state = static_cast<handle_state>(reinterpret_cast<std::uintptr_t>(handle));
+  if (state == handle_state::discarded)
+    raise(cudaErrorInvalidResourceHandle, std::string(type) + "::" + operation,
+          "CUDA destroyed this graph, with every node it held, when a capture into it "
+          "(curt::capture_to_graph) was invalidated or left unjoined; assign a new graph first",
+          file, line);
   const char* what = state == handle_state::moved_from ? "moved-from"
                      : state == handle_state::released ? "released"
                                                        : "empty";
