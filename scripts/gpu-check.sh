@@ -10,7 +10,8 @@
 #   scripts/gpu-check.sh [--bench] [LOG_DIR]
 # Environment: BENCH_FILTER (a Google Benchmark regex, e.g. 'paired/' for the overhead pairs only),
 # BENCH_REPETITIONS (default 10), COMPILE_COST_HEADERS=1 to also time each header alone (slow),
-# SKIP_SANITIZER=1 to leave compute-sanitizer out, SANITIZER_JOBS (parallel sanitizer runs),
+# SKIP_SANITIZER=1 to leave compute-sanitizer out, SANITIZER_TOOLS (a subset, e.g. "memcheck";
+# the summary lists the tools that ran), SANITIZER_JOBS (parallel sanitizer runs),
 # SANITIZER_TIMEOUT (seconds per run, default 300), BUILD_TIMEOUT (seconds, default 300) for the
 # build. CUDA_VISIBLE_DEVICES limits the GPUs counted, so CUDA_VISIBLE_DEVICES=0 on a two-GPU
 # machine runs the one-GPU check.
@@ -156,7 +157,7 @@ sanitize_once_more() {
 if [ "${SKIP_SANITIZER:-0}" = 1 ]; then
   summary+=("$(printf '%-44s %-4s' 'compute-sanitizer: skipped (SKIP_SANITIZER=1)' SKIP)")
 elif command -v compute-sanitizer >/dev/null 2>&1; then
-  tools=(memcheck racecheck synccheck initcheck)
+  read -r -a tools <<< "${SANITIZER_TOOLS:-memcheck racecheck synccheck initcheck}"
   pool=${SANITIZER_JOBS:-$(( jobs / 3 < 4 ? 4 : (jobs / 3 > 10 ? 10 : jobs / 3) ))}
   mapfile -t ordered < <(printf '%s\n' "${executables[@]}" | grep -E '/examples/|nccl|gpu2')
   mapfile -t -O "${#ordered[@]}" ordered < <(printf '%s\n' "${executables[@]}" | grep -vE '/examples/|nccl|gpu2')

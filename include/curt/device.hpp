@@ -363,6 +363,14 @@ class pushed_context {
   bool pushed_ = false;
 };
 
+/// Whether `context` still has the process-unique id `id`: false once it was destroyed or reset
+/// (a reset primary context keeps its handle, not its id).
+inline bool context_has_id(CUcontext context, unsigned long long id) {
+  unsigned long long now = 0;
+  return context != nullptr && CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetId, 12000)(context, &now) == 0 &&
+         now == id;
+}
+
 /// Makes `context` current for a scope unless it already is, and restores exactly what was
 /// current before (also nothing) with a pop: never cudaSetDevice, which would make a context on
 /// a device the program may never use and replace a context the user made current.

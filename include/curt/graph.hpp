@@ -130,6 +130,16 @@ inline atomic<bool>& device_updatable_nodes_made() noexcept {
   return made;
 }
 
+/// Makes kernel node `node` device-updatable (cudaLaunchAttributeDeviceUpdatableKernelNode) and
+/// returns CUDA's status. The flag goes first, so that copies made from then on are checked.
+inline cudaError_t set_device_updatable(cudaGraphNode_t node) noexcept {
+  device_updatable_nodes_made().store(true, order::relaxed);
+  cudaLaunchAttributeValue value{};
+  value.deviceUpdatableKernelNode.deviceUpdatable = 1;
+  return cudaGraphKernelNodeSetAttribute(node, cudaLaunchAttributeDeviceUpdatableKernelNode,
+                                         &value);
+}
+
 /// Refuses a copy of a graph holding `updatable` device-updatable kernel nodes (its child graphs'
 /// included): the copy's nodes are not the ones their device handles name, so device code would
 /// change the original, never the copy. `remedy` says what to do instead. No CUDA call.

@@ -103,13 +103,14 @@ CURT_COLD inline std::string describe_capture_begin_failure(cudaStream_t stream)
       stream);
 }
 
-CURT_COLD inline const char* describe_capture_end_failure(cudaError_t status) noexcept {
+CURT_COLD inline std::string describe_capture_end_failure(cudaError_t status, bool into_target) {
   switch (status) {
     case cudaErrorStreamCaptureInvalidated:
-      return "the capture was invalidated by a call that cannot be captured (synchronizing or "
-             "querying the capturing stream, an unsafe call such as cudaMalloc outside relaxed "
-             "mode, a failed call on the stream): no graph was made; the capture is ended and the "
-             "stream is usable again";
+      return std::string("the capture was invalidated by a call that cannot be captured "
+                         "(synchronizing or querying the capturing stream, an unsafe call such as "
+                         "cudaMalloc outside relaxed mode, a failed call on the stream)") +
+             (into_target ? "" : ": no graph was made") +
+             "; the capture is ended and the stream is usable again";
     case cudaErrorStreamCaptureUnjoined:
       return "work forked from the capturing stream onto another stream (through an event) was "
              "not joined back into it before the end";
@@ -183,15 +184,9 @@ inline cudaGraph_t end_capture(cudaStream_t stream, bool& ended, cudaGraph_t tar
       },
       stream);
   ended = now == capture_status::none;
-  std::string why = describe_capture_end_failure(status);
+  std::string why = describe_capture_end_failure(status, target != nullptr);
   if (target && destroys_target(status))
-    why = (status == cudaErrorStreamCaptureInvalidated
-               ? std::string("the capture was invalidated by a call that cannot be captured "
-                             "(synchronizing or querying the capturing stream, an unsafe call "
-                             "such as cudaMalloc outside relaxed mode, a failed call on the "
-                             "stream); the capture is ended and the stream is usable again")
-               : why) +
-          "; " + describe_destroyed_target(capture_target_destroyed(target));
+    why += "; " + describe_destroyed_target(capture_target_destroyed(target));
   throw_error_with_log(make_error_code(status), "cudaStreamEndCapture(stream)",
                        location(__FILE__, __LINE__), std::move(why), std::move(log));
 }

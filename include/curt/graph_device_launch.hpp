@@ -417,18 +417,13 @@ void query_parameter_offsets(const void* kernel, unsigned* offsets, const char* 
 // Makes `node` device-updatable and returns its device handle. The caller has made the context
 // current.
 inline cudaGraphDeviceNode_t make_node_device_updatable(cudaGraphNode_t node, const void* kernel) {
-  device_updatable_nodes_made().store(true, order::relaxed);  // before: copies are checked
-  cudaLaunchAttributeValue value{};
-  value.deviceUpdatableKernelNode.deviceUpdatable = 1;
-  cudaError_t status =
-      cudaGraphKernelNodeSetAttribute(node, cudaLaunchAttributeDeviceUpdatableKernelNode, &value);
+  cudaError_t status = set_device_updatable(node);
   if (CURT_UNLIKELY(status != cudaSuccess)) throw_device_updatable_refused(status, node, kernel);
   cudaLaunchAttributeValue read{};
   status =
       cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributeDeviceUpdatableKernelNode, &read);
   cudaGraphDeviceNode_t handle =
       status == cudaSuccess ? read.deviceUpdatableKernelNode.devNode : nullptr;
-  if (handle == nullptr) handle = value.deviceUpdatableKernelNode.devNode;  // if CUDA wrote it back
   if (CURT_UNLIKELY(handle == nullptr)) {
     if (status == cudaSuccess) status = cudaErrorUnknown;
     std::string log = take_driver_log();

@@ -138,12 +138,8 @@ graph_node add_kernel_node(graph_ref g, const node_dependencies& dependencies,
 /// code updates the node.
 inline cudaGraphDeviceNode_t make_device_updatable(graph_node node) {
   detail::require_node(node, "curt::make_device_updatable");
-  detail::device_updatable_nodes_made().store(true, detail::order::relaxed);  // copies now checked
-  cudaLaunchAttributeValue value{};
-  value.deviceUpdatableKernelNode.deviceUpdatable = 1;
   detail::current_device_scope in_context;
-  detail::check(cudaGraphKernelNodeSetAttribute(node.get(),
-                                                cudaLaunchAttributeDeviceUpdatableKernelNode, &value),
+  detail::check(detail::set_device_updatable(node.get()),
                 "cudaGraphKernelNodeSetAttribute(node, device-updatable)", __FILE__, __LINE__);
   cudaLaunchAttributeValue out{};
   detail::check(

@@ -242,23 +242,16 @@ inline cudaStream_t allocation_stream() { return allocation_stream_table().for_c
 inline void allocation_streams::destroy(CUcontext context, unsigned long long id,
                                         void* stream) noexcept {
   allocation_streams& self = allocation_stream_table();
-  try {
-    unsigned long long now = 0;  // green_registry's rule: only while the context has that id
-    if (CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetId, 12000)(context, &now) != 0 || now != id) return;
-    {
-      std::lock_guard<std::mutex> lock(self.mutex_);
-      for (entry& e : self.table_)
-        if (e.context_id == id) {
-          self.table_.remove(&e);
-          break;
-        }
-    }
-    context_scope in(context);
-    check_noexcept(cudaStreamDestroy(static_cast<cudaStream_t>(stream)),
-                   "cudaStreamDestroy(allocation stream)", __FILE__, __LINE__);
-  } catch (const std::exception& error) {  // the context could not be made current
-    handle_error(error);
+  {
+    std::lock_guard<std::mutex> lock(self.mutex_);
+    for (entry& e : self.table_)
+      if (e.context_id == id) {
+        self.table_.remove(&e);
+        break;
+      }
   }
+  destroy_in_context(context, id, "cudaStreamDestroy(allocation stream)",
+                     [stream] { return cudaStreamDestroy(static_cast<cudaStream_t>(stream)); });
 }
 
 /// CCCL's rule for the alignment of pool allocations: a power of two no larger than 256 (what

@@ -220,9 +220,8 @@ class peer_access_scope {
       detail::peer_scope_counts& counts = detail::peer_scopes();
       std::lock_guard<std::mutex> lock(counts.mutex);
       if (!counts.end(context_id_, peer_.ordinal())) return;
-      unsigned long long id = 0;  // a reset context took the access with it
-      if (CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetId, 12000)(context_, &id) != 0 || id != context_id_)
-        return;
+      if (!detail::context_has_id(context_, context_id_))
+        return;  // a reset context took the access with it
       detail::context_scope in(context_);
       (void)disable_peer_access(device_, peer_);
     } catch (const std::exception& error) {

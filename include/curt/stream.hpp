@@ -106,18 +106,10 @@ class wait_events {
 
   ~wait_events() {
     for (const entry& e : entries_) {
-      if (e.green) {  // unless its green context destroyed it already
+      if (e.green)  // unless its green context destroyed it already
         green_contexts().destroy_kept(e.id, e.event);
-        continue;
-      }
-      try {
-        if (!alive(e)) continue;  // the context is gone, and the event with it
-        context_scope in(e.context);  // never wake another device's context at thread exit
-        check_noexcept(cudaEventDestroy(e.event), "cudaEventDestroy(wait event)", __FILE__,
-                       __LINE__);
-      } catch (const cuda_error& error) {
-        handle_error(error);
-      }
+      else  // in its own context (never waking another device's), unless that is gone
+        destroy_event(e.context, e.id, e.event);
     }
   }
 
@@ -128,22 +120,11 @@ class wait_events {
     cudaEvent_t event = nullptr;
     bool green = false;  // kept in green_contexts() too
   };
-  static bool alive(CUcontext context, unsigned long long expected) {
-    unsigned long long id = 0;
-    return context != nullptr &&
-           CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetId, 12000)(context, &id) == 0 && id == expected;
-  }
-  static bool alive(const entry& e) { return alive(e.context, e.id); }
-  // green_registry's destroy_fn for a wait event: only while its context has that id.
+  static bool alive(const entry& e) { return context_has_id(e.context, e.id); }
+  // green_registry's destroy_fn for a wait event (and the thread's own at exit).
   static void destroy_event(CUcontext context, unsigned long long id, void* event) noexcept {
-    try {
-      if (!alive(context, id)) return;
-      context_scope in(context);
-      check_noexcept(cudaEventDestroy(static_cast<cudaEvent_t>(event)),
-                     "cudaEventDestroy(wait event)", __FILE__, __LINE__);
-    } catch (const std::exception& error) {  // the context could not be made current
-      handle_error(error);
-    }
+    destroy_in_context(context, id, "cudaEventDestroy(wait event)",
+                       [event] { return cudaEventDestroy(static_cast<cudaEvent_t>(event)); });
   }
   // Drops the entries of green contexts that are gone (their events went first), so that a
   // long-lived thread does not collect them. On the path that makes an entry only.
@@ -172,8 +153,7 @@ class wait_events {
       break;
     }
     if (verify_id) {
-      unsigned long long now = 0;
-      if (CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetId, 12000)(context, &now) != 0 || now != id)
+      if (!context_has_id(context, id))
         detail::raise(cudaErrorContextIsDestroyed, "curt::stream::wait(stream)",
                       "the context of the stream waited on was destroyed after the stream was made "
                       "(cudaDeviceReset or cuCtxDestroy), and the stream with it",

@@ -20,6 +20,8 @@
 #include <curt/detail/atomic.hpp>
 #include <curt/detail/driver_lookup.hpp>
 #include <curt/detail/entries.hpp>
+#include <curt/device.hpp>
+#include <curt/error.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -90,6 +92,21 @@ class stream_holds {
 inline stream_holds& held_by_streams() {
   static stream_holds* table = new stream_holds;
   return *table;
+}
+
+/// The work of a green_registry::destroy_fn: `destroy()` (the CUDA call `call`) with `context`
+/// current, if it still has id `id` (else the handle died with it); a failure goes to the error
+/// handler.
+template <class Destroy>
+void destroy_in_context(CUcontext context, unsigned long long id, const char* call,
+                        Destroy destroy) noexcept {
+  try {
+    if (!context_has_id(context, id)) return;
+    context_scope in(context);
+    check_noexcept(destroy(), call, __FILE__, __LINE__);
+  } catch (const std::exception& error) {  // no entry point, or the context could not be current
+    handle_error(error);
+  }
 }
 
 /// curt's own green contexts, by the id of their driver context (cuCtxGetId of
