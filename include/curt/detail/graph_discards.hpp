@@ -13,7 +13,10 @@
 // A destroyed graph's entry goes when curt makes or adopts a graph at its address, when its owner
 // lets go, or when a use finds a live graph there (made outside curt). Broken graphs are never
 // freed, so their addresses never come back. Not covered: a capture into the graph of a child
-// graph node (curt does not know its parent). One relaxed load while nothing was ever recorded.
+// graph node (curt does not know its parent); an owner passed to capture_to_graph as a graph_ref
+// (or a const curt::graph) is not marked, so once curt makes a graph at its address it names that
+// graph (pass the owner itself; CUDA 13.0 gave none of 256 new graphs a destroyed one's address
+// on the H200). One relaxed load while nothing was ever recorded.
 #pragma once
 
 #include <curt/detail/atomic.hpp>
