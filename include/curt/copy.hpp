@@ -90,6 +90,15 @@ constexpr bool copyable_ranges() {
   return false;
 }
 
+// A failed cudaMemcpyAsync of curt::copy, out of line: the call site stays small enough to be
+// inlined into a caller's loop.
+[[noreturn]] CURT_COLD inline void throw_copy_failed(cudaError_t status, std::size_t bytes) {
+  check_call(status, "cudaMemcpyAsync",
+             {{"bytes", static_cast<long long>(bytes)}, "cudaMemcpyDefault", "stream"}, __FILE__,
+             __LINE__);
+  throw_error(status, "cudaMemcpyAsync", __FILE__, __LINE__);  // not reached: status failed
+}
+
 [[noreturn]] CURT_COLD inline void throw_size_mismatch(const char* operation,
                                                        std::size_t destination,
                                                        std::size_t source,
@@ -165,7 +174,7 @@ void copy(Dst&& dst, const Src& src) {
 /// temporary that owns its elements (a std::vector, a curt buffer) does not compile, and one
 /// that holds them inside itself (a cuda::std::array) throws cuda_error(cudaErrorInvalidValue).
 template <class Dst, class Src>
-void copy(Dst&& dst, const Src& src, stream_ref stream) {
+CURT_HOT_INLINE void copy(Dst&& dst, const Src& src, stream_ref stream) {
   if constexpr (detail::copyable_ranges<Dst, Src>()) {
     detail::check_kept_range<Dst>(dst, "curt::copy(dst, src, stream): the destination");
     using T = detail::range_value_t<Dst>;
@@ -178,11 +187,7 @@ void copy(Dst&& dst, const Src& src, stream_ref stream) {
     if (n == 0) return;
     detail::stream_context_scope in_context(h);
     cudaError_t status = cudaMemcpyAsync(d, s, n * sizeof(T), cudaMemcpyDefault, h);
-    if (CURT_UNLIKELY(status != cudaSuccess))
-      detail::check_call(status, "cudaMemcpyAsync",
-                         {{"bytes", static_cast<long long>(n * sizeof(T))}, "cudaMemcpyDefault",
-                          "stream"},
-                         __FILE__, __LINE__);
+    if (CURT_UNLIKELY(status != cudaSuccess)) detail::throw_copy_failed(status, n * sizeof(T));
   }
 }
 

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdio>
+#include <memory>
 #if defined(__GLIBCXX__)
 #  include <bits/stl_iterator_base_types.h>  // the iterator tags, without all of <iterator>
 #else
@@ -499,20 +500,33 @@ class current_device_scope {
 /// device's (device 0's) primary context current and leave it so: this makes the stream's own
 /// context current for the scope instead (for a default stream, which names no context, the
 /// runtime's current device's primary context, as the runtime would). One cuCtxGetCurrent when a
-/// context is current.
+/// context is current: that path is inline and touches one pointer, because it runs before every
+/// copy and memset, where the driver's own work is a microsecond or two.
 class stream_context_scope {
  public:
   explicit stream_context_scope(cudaStream_t stream) {
     if (CURT_LIKELY(current_context() != nullptr)) return;
-    if (CUcontext context = stream_context(stream))
-      pushed_.push(context);
-    else
-      default_stream_.enter(-1);  // the runtime's current device
+    entered_.reset(enter(stream));
   }
+  stream_context_scope(const stream_context_scope&) = delete;
+  stream_context_scope& operator=(const stream_context_scope&) = delete;
 
  private:
-  pushed_context pushed_;
-  current_device_scope default_stream_{current_device_scope::deferred{}};
+  // What a thread without a context needs: the pushed context, or the primary context of the
+  // runtime's device for a default stream (its destructors pop, then release).
+  struct entered {
+    pushed_context pushed;
+    current_device_scope default_stream{current_device_scope::deferred{}};
+  };
+  CURT_COLD static entered* enter(cudaStream_t stream) {
+    auto scope = std::make_unique<entered>();
+    if (CUcontext context = stream_context(stream))
+      scope->pushed.push(context);
+    else
+      scope->default_stream.enter(-1);  // the runtime's current device
+    return scope.release();
+  }
+  std::unique_ptr<entered> entered_;
 };
 
 }  // namespace detail

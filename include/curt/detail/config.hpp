@@ -10,10 +10,12 @@
 #  define CURT_LIKELY(x) __builtin_expect(!!(x), 1)
 #  define CURT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #  define CURT_COLD __attribute__((cold, noinline))
+#  define CURT_HOT_INLINE __attribute__((always_inline)) inline
 #else
 #  define CURT_LIKELY(x) (x)
 #  define CURT_UNLIKELY(x) (x)
 #  define CURT_COLD __declspec(noinline)
+#  define CURT_HOT_INLINE __forceinline
 #endif
 
 // Functions callable from both host and device code when compiled by a CUDA compiler.

@@ -52,6 +52,9 @@ using cuDeviceGetCount_v2000 = int(CURT_DETAIL_DRIVER_API*)(int* count);
 using cuStreamGetCtx_v9020 = int(CURT_DETAIL_DRIVER_API*)(CUstream stream, CUcontext* context);
 using cuCtxGetId_v12000 = int(CURT_DETAIL_DRIVER_API*)(CUcontext context,
                                                         unsigned long long* id);
+using cuEventRecord_v2000 = int(CURT_DETAIL_DRIVER_API*)(cudaEvent_t event, CUstream stream);
+using cuStreamWaitEvent_v3020 = int(CURT_DETAIL_DRIVER_API*)(CUstream stream, cudaEvent_t event,
+                                                              unsigned flags);
 }  // namespace curt::detail::driver_fn
 
 namespace curt::detail {
