@@ -90,13 +90,12 @@ constexpr bool copyable_ranges() {
   return false;
 }
 
-// A failed cudaMemcpyAsync of curt::copy, out of line: the call site stays small enough to be
-// inlined into a caller's loop.
-[[noreturn]] CURT_COLD inline void throw_copy_failed(cudaError_t status, std::size_t bytes) {
+// Throws for a failed cudaMemcpyAsync of curt::copy, out of line: the call site stays small
+// enough to be inlined into a caller's loop.
+CURT_COLD inline void copy_failed(cudaError_t status, std::size_t bytes) {
   check_call(status, "cudaMemcpyAsync",
              {{"bytes", static_cast<long long>(bytes)}, "cudaMemcpyDefault", "stream"}, __FILE__,
              __LINE__);
-  throw_error(status, "cudaMemcpyAsync", __FILE__, __LINE__);  // not reached: status failed
 }
 
 [[noreturn]] CURT_COLD inline void throw_size_mismatch(const char* operation,
@@ -187,7 +186,7 @@ CURT_HOT_INLINE void copy(Dst&& dst, const Src& src, stream_ref stream) {
     if (n == 0) return;
     detail::stream_context_scope in_context(h);
     cudaError_t status = cudaMemcpyAsync(d, s, n * sizeof(T), cudaMemcpyDefault, h);
-    if (CURT_UNLIKELY(status != cudaSuccess)) detail::throw_copy_failed(status, n * sizeof(T));
+    if (CURT_UNLIKELY(status != cudaSuccess)) detail::copy_failed(status, n * sizeof(T));
   }
 }
 

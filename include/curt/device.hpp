@@ -11,7 +11,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdio>
-#include <memory>
 #if defined(__GLIBCXX__)
 #  include <bits/stl_iterator_base_types.h>  // the iterator tags, without all of <iterator>
 #else
@@ -385,6 +384,12 @@ class context_scope {
   pushed_context pushed_;
 };
 
+/// Whether `stream` is a default-stream handle (0, legacy, per-thread): it names the stream of
+/// whatever context is current, not a stream of its own.
+inline bool is_default_stream_handle(cudaStream_t stream) noexcept {
+  return stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
+}
+
 // The driver context a stream belongs to; null when it cannot be told (a default stream on a
 // thread with no context).
 inline CUcontext stream_context(cudaStream_t stream) {
@@ -500,33 +505,26 @@ class current_device_scope {
 /// device's (device 0's) primary context current and leave it so: this makes the stream's own
 /// context current for the scope instead (for a default stream, which names no context, the
 /// runtime's current device's primary context, as the runtime would). One cuCtxGetCurrent when a
-/// context is current: that path is inline and touches one pointer, because it runs before every
-/// copy and memset, where the driver's own work is a microsecond or two.
+/// context is current: that check is inline and the rest out of line, because it runs before
+/// every copy and memset, where the driver's own work is a microsecond or two.
 class stream_context_scope {
  public:
   explicit stream_context_scope(cudaStream_t stream) {
     if (CURT_LIKELY(current_context() != nullptr)) return;
-    entered_.reset(enter(stream));
+    enter(stream);
   }
   stream_context_scope(const stream_context_scope&) = delete;
   stream_context_scope& operator=(const stream_context_scope&) = delete;
 
  private:
-  // What a thread without a context needs: the pushed context, or the primary context of the
-  // runtime's device for a default stream (its destructors pop, then release).
-  struct entered {
-    pushed_context pushed;
-    current_device_scope default_stream{current_device_scope::deferred{}};
-  };
-  CURT_COLD static entered* enter(cudaStream_t stream) {
-    auto scope = std::make_unique<entered>();
+  CURT_COLD void enter(cudaStream_t stream) {
     if (CUcontext context = stream_context(stream))
-      scope->pushed.push(context);
+      pushed_.push(context);
     else
-      scope->default_stream.enter(-1);  // the runtime's current device
-    return scope.release();
+      default_stream_.enter(-1);  // the runtime's current device
   }
-  std::unique_ptr<entered> entered_;
+  pushed_context pushed_;
+  current_device_scope default_stream_{current_device_scope::deferred{}};
 };
 
 }  // namespace detail

@@ -739,7 +739,7 @@ class nccl_stream_scope {
  public:
   nccl_stream_scope(cudaStream_t stream, const nccl_communicator_ref& comm, const char* operation)
       : context_(current_context()), keep_device_(context_) {
-    if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
+    if (is_default_stream_handle(stream)) {
       if (CURT_UNLIKELY(context_ == nullptr || !current_on(comm.cu_device_)))
         enter_primary(comm.ordinal_);
       else

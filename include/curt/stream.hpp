@@ -84,8 +84,7 @@ class wait_events {
     CUcontext context = stream_context(stream);
     if (context == nullptr) return nullptr;
     const entry& e = for_context(context);
-    bool special = stream == cudaStreamLegacy || stream == cudaStreamPerThread;  // per context
-    last_stream_ = special ? nullptr : stream;
+    last_stream_ = is_default_stream_handle(stream) ? nullptr : stream;  // one per context
     last_ = e;
     return e.event;
   }
@@ -196,9 +195,6 @@ class wait_events {
 // making device 0's primary context current. A default-stream handle (0, legacy, per-thread)
 // names the current context's stream, and 0 means legacy or per-thread by how the translation
 // unit was compiled: those go through the runtime, which knows.
-inline bool is_default_stream_handle(cudaStream_t stream) noexcept {
-  return stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
-}
 /// Records the wait event `e` on `stream`; 0 or a CUresult (the runtime's number for the same
 /// condition, for a default-stream handle).
 inline int record_wait_event(cudaEvent_t e, cudaStream_t stream) {
@@ -340,8 +336,10 @@ class stream_ref {
     if (CURT_UNLIKELY(e == nullptr)) return wait_through_temporary_event(source);
     int status = detail::record_wait_event(e, source);
     // Refused for a remembered handle (never a default-stream one): it names a stream of another
-    // context now (the driver says invalid handle or invalid context).
-    if (CURT_UNLIKELY(remembered && (status == 400 || status == 201))) {
+    // context now. The driver says CUDA_ERROR_INVALID_HANDLE or CUDA_ERROR_INVALID_CONTEXT, whose
+    // numbers are the runtime's cudaErrorInvalidResourceHandle and cudaErrorDeviceUninitialized.
+    if (CURT_UNLIKELY(remembered && (status == cudaErrorInvalidResourceHandle ||
+                                     status == cudaErrorDeviceUninitialized))) {
       events.forget_last();
       e = events.for_stream(source, remembered);
       if (e == nullptr) return wait_through_temporary_event(source);
@@ -567,8 +565,7 @@ class stream : public stream_ref {
 
   /// Takes ownership of a native stream (not a default stream, not null).
   static stream from_native_handle(cudaStream_t handle) {
-    if (handle == nullptr || handle == cudaStreamLegacy || handle == cudaStreamPerThread ||
-        detail::is_state_handle(handle))
+    if (detail::is_default_stream_handle(handle) || detail::is_state_handle(handle))
       detail::raise(cudaErrorInvalidResourceHandle, "curt::stream::from_native_handle",
                     "only a created stream can be owned, not a default stream or null", __FILE__,
                     __LINE__);
