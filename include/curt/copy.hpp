@@ -227,7 +227,8 @@ void memset(Dst&& dst, unsigned char byte, stream_ref stream) {
 /// aligned to its elements); anything else is a small grid-stride kernel of curt's, which
 /// exists only in translation units compiled by a CUDA compiler. From a host compiler's
 /// translation unit such a fill throws a cuda_error that says so, before CUDA is called.
-template <class Dst, bool HasKernel = CURT_DETAIL_HAS_FILL_KERNEL>
+template <class Dst, bool HasKernel = CURT_DETAIL_HAS_FILL_KERNEL,
+          bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
 void fill(Dst&& dst, const detail::range_value_t<Dst>& value, stream_ref stream) {
   static_assert(detail::is_range_v<Dst>,
                 "curt::fill: the destination must be a contiguous range with data() and size()");
@@ -259,22 +260,33 @@ void fill(Dst&& dst, const detail::range_value_t<Dst>& value, stream_ref stream)
       return;
     }
     auto target = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(d));
+    // The driver's legacy-stream flavour (the only one at ABI 3.2) reads 0 as the legacy stream:
+    // name the default stream this translation unit means.
+    auto driver_stream = reinterpret_cast<CUstream>(
+        h != nullptr ? h : PerThreadDefault ? cudaStreamPerThread : cudaStreamLegacy);
     if constexpr (sizeof(T) == 2) {
       if (aligned) {
         unsigned short pattern = 0;
         std::memcpy(&pattern, bytes, 2);
-        CURT_DRIVER_CALL(cuMemsetD16Async, 3020, target, pattern, n, reinterpret_cast<CUstream>(h));
+        detail::check(CURT_DETAIL_DRIVER_LOOKUP_LEGACY_STREAM(PFN_cuMemsetD16Async_v3020,
+                                                              "cuMemsetD16Async", 3020)(
+                          target, pattern, n, driver_stream),
+                      "cuMemsetD16Async", __FILE__, __LINE__);
         return;
       }
     } else if constexpr (sizeof(T) == 4) {
       if (aligned) {
         unsigned int pattern = 0;
         std::memcpy(&pattern, bytes, 4);
-        CURT_DRIVER_CALL(cuMemsetD32Async, 3020, target, pattern, n, reinterpret_cast<CUstream>(h));
+        detail::check(CURT_DETAIL_DRIVER_LOOKUP_LEGACY_STREAM(PFN_cuMemsetD32Async_v3020,
+                                                              "cuMemsetD32Async", 3020)(
+                          target, pattern, n, driver_stream),
+                      "cuMemsetD32Async", __FILE__, __LINE__);
         return;
       }
     }
     (void)target;
+    (void)driver_stream;
 #if defined(__CUDACC__)
     if constexpr (HasKernel) {
       detail::check_call(detail::launch_fill_kernel<T>(d, n, value, h), "cudaLaunchKernel",

@@ -90,15 +90,15 @@ class wait_events {
   }
   void forget_last() noexcept { last_stream_ = nullptr; }
   /// The event for a context whose id the caller knows (a curt::stream owner learnt it when it
-  /// was made): no driver call when it is the context asked for last. The context is alive while
-  /// the owner's stream is, so the entry of that id is too.
-  /// Off the remembered entry it only searches the table, unless no entry has that id: then one
-  /// driver call checks that the id is still the context's (an owner that outlived its context,
-  /// destroyed by cudaDeviceReset or cuCtxDestroy, must not evict the entry of the live context
-  /// that now has its handle, nor get an event of that context under its dead id).
+  /// was made). One driver call checks that the id is still the context's: an owner that
+  /// outlived its context (cudaDeviceReset, cuCtxDestroy) gets cudaErrorContextIsDestroyed. Its
+  /// stream and the entry's event died with that context, and handing them to the driver
+  /// crashes it; nor may it evict the entry of the live context that now has its handle.
   cudaEvent_t for_known_context(CUcontext context, unsigned long long id) {
-    if (CURT_LIKELY(last_known_.context == context && last_known_.id == id))
+    if (CURT_LIKELY(last_known_.context == context && last_known_.id == id)) {
+      if (CURT_UNLIKELY(!context_has_id(context, id))) throw_context_gone();
       return last_known_.event;
+    }
     last_known_ = for_context(context, id, true);
     return last_known_.event;
   }
@@ -120,6 +120,12 @@ class wait_events {
     bool green = false;  // kept in green_contexts() too
   };
   static bool alive(const entry& e) { return context_has_id(e.context, e.id); }
+  [[noreturn]] CURT_COLD static void throw_context_gone() {
+    detail::raise(cudaErrorContextIsDestroyed, "curt::stream::wait(stream)",
+                  "the context of the stream waited on was destroyed after the stream was made "
+                  "(cudaDeviceReset or cuCtxDestroy), and the stream with it",
+                  __FILE__, __LINE__);
+  }
   // green_registry's destroy_fn for a wait event (and the thread's own at exit).
   static void destroy_event(CUcontext context, unsigned long long id, void* event) noexcept {
     destroy_in_context(context, id, "cudaEventDestroy(wait event)",
@@ -151,13 +157,7 @@ class wait_events {
       stale = &e;
       break;
     }
-    if (verify_id) {
-      if (!context_has_id(context, id))
-        detail::raise(cudaErrorContextIsDestroyed, "curt::stream::wait(stream)",
-                      "the context of the stream waited on was destroyed after the stream was made "
-                      "(cudaDeviceReset or cuCtxDestroy), and the stream with it",
-                      __FILE__, __LINE__);
-    }
+    if (verify_id && !context_has_id(context, id)) throw_context_gone();
     if (stale) {  // its context is gone (a reset), and its event with it
       if (last_known_.context == stale->context && last_known_.id == stale->id)
         last_known_ = entry{};  // never handed out again, not even for an owner of that id
@@ -195,26 +195,29 @@ class wait_events {
 // making device 0's primary context current. A default-stream handle (0, legacy, per-thread)
 // names the current context's stream, and 0 means legacy or per-thread by how the translation
 // unit was compiled: those go through the runtime, which knows.
-/// Records the wait event `e` on `stream`; 0 or a CUresult (the runtime's number for the same
-/// condition, for a default-stream handle).
+/// Records the wait event `e` on `stream`; 0 or the failure's number (a CUresult, or for a
+/// default-stream handle the runtime's code; the two enums share their numbers).
 inline int record_wait_event(cudaEvent_t e, cudaStream_t stream) {
   if (CURT_UNLIKELY(is_default_stream_handle(stream))) return cudaEventRecord(e, stream);
-  return CURT_DETAIL_DRIVER_FUNCTION(cuEventRecord, 2000)(e, stream);
+  return CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuEventRecord, 2000)(e, stream);
 }
 /// Makes `stream` wait for the wait event `e`; throws on failure.
 inline void wait_for_event(cudaStream_t stream, cudaEvent_t e) {
   if (CURT_UNLIKELY(is_default_stream_handle(stream)))
     return check(cudaStreamWaitEvent(stream, e, 0), "cudaStreamWaitEvent(stream, other stream)",
                  __FILE__, __LINE__);
-  check_driver(CURT_DETAIL_DRIVER_FUNCTION(cuStreamWaitEvent, 3020)(stream, e, 0),
-               "cuStreamWaitEvent(stream, other stream)", __FILE__, __LINE__);
+  // A failure keeps the runtime's code of the same number (and category), as the runtime's pair
+  // reported it: code() == curt::make_error_code(cudaErrorX) holds for waits either way.
+  check(static_cast<cudaError_t>(
+            CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuStreamWaitEvent, 3020)(stream, e, 0)),
+        "cuStreamWaitEvent(stream, other stream)", __FILE__, __LINE__);
 }
-/// Throws for a failed record_wait_event, in the category of the API that failed.
+/// Throws for a failed record_wait_event, with the runtime's code of that number.
 [[noreturn]] CURT_COLD inline void throw_record_failed(int status, cudaStream_t stream) {
-  if (is_default_stream_handle(stream))
-    throw_error(static_cast<cudaError_t>(status), "cudaEventRecord(wait event, other stream)",
-                __FILE__, __LINE__);
-  throw_driver_error(status, "cuEventRecord(wait event, other stream)", __FILE__, __LINE__);
+  throw_error(static_cast<cudaError_t>(status),
+              is_default_stream_handle(stream) ? "cudaEventRecord(wait event, other stream)"
+                                               : "cuEventRecord(wait event, other stream)",
+              __FILE__, __LINE__);
 }
 
 inline wait_events& thread_wait_events() {
@@ -321,10 +324,10 @@ class stream_ref {
   /// Later work on this stream waits for all work submitted to `other` so far (through an event
   /// of other's context, kept per thread). Waiting on itself does nothing.
   /// Records an event kept for the other stream's context (one per thread and context) on it,
-  /// and waits for that event: the driver's pair of calls. On a curt::stream owner nothing else
-  /// (its context is known); on a ref, one more driver call checks that the context of the kept
-  /// event is still alive (a cudaDeviceReset destroys it). Both cost less than the runtime's
-  /// cudaEventRecord + cudaStreamWaitEvent.
+  /// and waits for that event: the driver's pair of calls, and one more driver call that checks
+  /// that the context of the kept event is still alive (a cudaDeviceReset destroys it; an owner
+  /// waited on after that throws cudaErrorContextIsDestroyed). All three cost less than the
+  /// runtime's cudaEventRecord + cudaStreamWaitEvent.
   inline void wait(const stream& other) const;
   void wait(stream_ref other) const {
     cudaStream_t self = native("wait(stream)");

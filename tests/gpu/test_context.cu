@@ -469,6 +469,37 @@ TEST_CASE("stream.wait(stream) works before and after cudaDeviceReset on the sam
   }
 }
 
+// Runs only in a child process (hidden): it resets the device. An owner made before the reset and
+// waited on last by this thread (the remembered entry) must be refused with
+// cudaErrorContextIsDestroyed, not handed to the driver with its dead stream and event (which
+// crashed the process).
+TEST_CASE("waiting on an owner that outlived a reset (child)", "[.][stale-owner-child]") {
+  curt::device d(0);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  curt::stream a(d), b(d);
+  a.wait(b);  // the thread's remembered entry is b's context now
+  a.synchronize();
+  REQUIRE(cudaDeviceReset() == cudaSuccess);
+  curt_test::require_cuda_error([&] { a.wait(b); }, cudaErrorContextIsDestroyed,
+                                {"wait(stream)", "destroyed"});
+  std::printf("STALE-OWNER-CHILD-REACHED-ITS-END\n");
+  std::fflush(stdout);
+  // The owners' handles died with the context: the process ends without destroying them.
+  (void)a.release();
+  (void)b.release();
+}
+
+TEST_CASE("a wait on an owner that outlived cudaDeviceReset is refused, not handed to the driver") {
+  if (curt_test::under_compute_sanitizer()) {
+    WARN("under compute-sanitizer: the child process is not run");
+    return;
+  }
+  curt_test::child_result child = curt_test::run_self("waiting on an owner that outlived a reset (child)");
+  INFO("child output:\n" << child.output);
+  CHECK(child.exit_code == 0);
+  CHECK(child.output.find("STALE-OWNER-CHILD-REACHED-ITS-END") != std::string::npos);
+}
+
 // Runs only in a child process (hidden), where no context exists yet. A device-less query on a
 // thread with no context needs one: curt makes the runtime's current device's primary context
 // current for the call, as the runtime would. Before the fix it released that context again at

@@ -426,6 +426,56 @@ TEST_CASE("wait(stream) makes another stream wait for all work submitted to it s
       [&](curt::stream_ref waiting) { waiting.wait(curt::stream_ref(consumer.get())); }, 10ms);
 }
 
+// Ends a capture whatever state it is in, destroying the graph it may give.
+static void end_capture_quietly(cudaStream_t s) {
+  cudaGraph_t g = nullptr;
+  (void)cudaStreamEndCapture(s, &g);
+  if (g) (void)cudaGraphDestroy(g);
+  (void)cudaGetLastError();
+}
+
+TEST_CASE("a failed wait(stream) keeps the runtime's code, as the raw pair reports it", "[api-error]") {
+  curt::device d(0);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  // Two separate captures: waiting one on the other would merge them, which CUDA refuses.
+  cudaError_t raw = cudaSuccess;
+  {
+    curt::stream a(d), b(d);
+    cudaEvent_t ev = nullptr;
+    REQUIRE(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) == cudaSuccess);
+    REQUIRE(cudaStreamBeginCapture(a.get(), cudaStreamCaptureModeRelaxed) == cudaSuccess);
+    REQUIRE(cudaStreamBeginCapture(b.get(), cudaStreamCaptureModeRelaxed) == cudaSuccess);
+    raw = cudaEventRecord(ev, b.get());
+    if (raw == cudaSuccess) raw = cudaStreamWaitEvent(a.get(), ev, 0);
+    end_capture_quietly(a.get());
+    end_capture_quietly(b.get());
+    REQUIRE(cudaEventDestroy(ev) == cudaSuccess);
+  }
+  REQUIRE(raw != cudaSuccess);
+  curt::stream a(d), b(d);
+  for (int how = 0; how < 2; ++how) {  // owner, then ref
+    INFO((how == 0 ? "a.wait(b) on owners" : "a.wait(b) on refs"));
+    REQUIRE(cudaStreamBeginCapture(a.get(), cudaStreamCaptureModeRelaxed) == cudaSuccess);
+    REQUIRE(cudaStreamBeginCapture(b.get(), cudaStreamCaptureModeRelaxed) == cudaSuccess);
+    bool threw = false;
+    try {
+      if (how == 0)
+        a.wait(b);
+      else
+        curt::stream_ref(a).wait(curt::stream_ref(b));
+    } catch (const curt::cuda_error& e) {
+      threw = true;
+      CHECK(e.status() == raw);
+      CHECK(e.code() == curt::make_error_code(raw));  // the runtime's category, as before
+      CHECK(e.code() == curt::make_error_condition(raw));
+    }
+    CHECK(threw);
+    CHECK(cudaGetLastError() == cudaSuccess);
+    end_capture_quietly(a.get());
+    end_capture_quietly(b.get());
+  }
+}
+
 TEST_CASE("a blocking stream waits for the legacy default stream") {
   curt::device d(0);
   REQUIRE(cudaSetDevice(0) == cudaSuccess);

@@ -65,8 +65,11 @@ inline std::string version_text(int encoded) {
 
 /// Looks a driver function up by name and ABI version; throws a cuda_error that names the
 /// function and the version when the driver lacks it. (Not a template, so its body is compiled
-/// once per translation unit, not once per function type.)
-inline void* find_driver_function(const char* symbol, int cuda_version) {
+/// once per translation unit, not once per function type.) With cudaEnableDefault, a unit built
+/// with --default-stream per-thread gets the per-thread (_ptsz) flavour, which older ABIs lack;
+/// cudaEnableLegacyStream gets the same function in every unit.
+inline void* find_driver_function(const char* symbol, int cuda_version,
+                                  unsigned long long flags = cudaEnableDefault) {
   std::string call = std::string("cudaGetDriverEntryPointByVersion(\"") + symbol + "\", " +
                      version_text(cuda_version) + ")";
   int driver = 0;
@@ -79,7 +82,7 @@ inline void* find_driver_function(const char* symbol, int cuda_version) {
   void* function = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
   cudaError_t status = cudaGetDriverEntryPointByVersion(
-      symbol, &function, static_cast<unsigned>(cuda_version), cudaEnableDefault, &found);
+      symbol, &function, static_cast<unsigned>(cuda_version), flags, &found);
   if (status != cudaSuccess) throw_error(status, call, __FILE__, __LINE__);
   if (found == cudaDriverEntryPointSuccess && function) return function;
   if (found == cudaDriverEntryPointVersionNotSufficent)
@@ -130,6 +133,16 @@ inline std::string driver_category_impl::message(int code) const {
     return curt_function_;                                                        \
   }())
 
+// The legacy-stream flavour, for curt's calls that never pass a stream handle of 0 (they pass
+// cudaStreamLegacy or cudaStreamPerThread explicitly): one function in every translation unit,
+// built per-thread or not, and found at any ABI version.
+#define CURT_DETAIL_DRIVER_LOOKUP_LEGACY_STREAM(type, symbol, version)                    \
+  ([]() -> type {                                                                        \
+    static const auto curt_function_ = reinterpret_cast<type>(                           \
+        ::curt::detail::find_driver_function(symbol, version, cudaEnableLegacyStream));  \
+    return curt_function_;                                                               \
+  }())
+
 /// The driver function `name` with the ABI of CUDA `version` (the suffix of its PFN_ typedef in
 /// <cudaTypedefs.h>), looked up once per call site.
 #define CURT_DRIVER_FUNCTION(name, version) \
@@ -142,6 +155,9 @@ inline std::string driver_category_impl::message(int code) const {
       #name, __FILE__, __LINE__)
 
 // curt's own calls, typed by curt::detail::driver_fn (an int result): no <cuda.h> needed.
+#define CURT_DETAIL_DRIVER_STREAM_FUNCTION(name, version)                                 \
+  CURT_DETAIL_DRIVER_LOOKUP_LEGACY_STREAM(::curt::detail::driver_fn::name##_v##version, #name, \
+                                          version)
 #define CURT_DETAIL_DRIVER_FUNCTION(name, version) \
   CURT_DETAIL_DRIVER_LOOKUP(::curt::detail::driver_fn::name##_v##version, #name, version)
 #define CURT_DETAIL_DRIVER_CALL(name, version, ...)                                       \
