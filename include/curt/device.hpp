@@ -507,6 +507,9 @@ class current_device_scope {
 /// runtime's current device's primary context, as the runtime would). One cuCtxGetCurrent when a
 /// context is current: that check is inline and the rest out of line, because it runs before
 /// every copy and memset, where the driver's own work is a microsecond or two.
+/// A created stream whose context the driver cannot tell (its capture was invalidated, its
+/// context is lost) is refused here with the driver's code: any context curt could pick instead
+/// might be another device's, which the failing call would then wake.
 class stream_context_scope {
  public:
   explicit stream_context_scope(cudaStream_t stream) {
@@ -518,10 +521,22 @@ class stream_context_scope {
 
  private:
   CURT_COLD void enter(cudaStream_t stream) {
-    if (CUcontext context = stream_context(stream))
-      pushed_.push(context);
-    else
+    if (is_default_stream_handle(stream)) {
       default_stream_.enter(-1);  // the runtime's current device
+      return;
+    }
+    CUcontext context = nullptr;
+    int status = CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetCtx, 9020)(stream, &context);
+    if (CURT_UNLIKELY(status != 0)) throw_unknown_stream_context(status);
+    pushed_.push(context);
+  }
+  // The code in the runtime's category (the same numbers): the user called a runtime operation.
+  [[noreturn]] CURT_COLD static void throw_unknown_stream_context(int status) {
+    throw_error(make_error_code(static_cast<cudaError_t>(status)), "cuStreamGetCtx(stream)",
+                location(__FILE__, __LINE__),
+                "this thread has no current context, so curt runs the call in the stream's own "
+                "context, which the driver could not tell; nothing was done on the stream (one "
+                "whose capture was invalidated must end its capture before it is used again)");
   }
   pushed_context pushed_;
   current_device_scope default_stream_{current_device_scope::deferred{}};

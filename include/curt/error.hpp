@@ -2,7 +2,7 @@
 //
 // Every CUDA call curt makes is checked. A failure becomes a curt::cuda_error (a std::system_error)
 // whose message names the call, its important arguments, the error's name and text, the source
-// location and, where the driver logged more about it (cudaLogs*), that text too.
+// location and, where the driver logged more about it (cuLogs*), that text too.
 // Out-of-memory failures are thrown as curt::out_of_memory so they can be caught on their own.
 #pragma once
 
@@ -202,49 +202,9 @@ inline std::string log_thread_tag() {
 #endif
 }
 
-// The driver keeps a ring buffer of log lines (CUDA 12.9+). curt reads it only when a call fails,
-// from a process-wide cursor, so the hot path never touches it, and keeps only the calling
-// thread's lines. Before the first failure there is no cursor yet: then only the thread's lines
-// since its last-but-one "Returning" line are kept, which belong to the failure at hand.
-inline std::string take_driver_log() {
-  static std::mutex mutex;
-  static cudaLogIterator cursor = 0;
-  static bool has_cursor = false;
-  std::string text(25600, '\0');  // the driver's documented maximum
-  std::size_t size = text.size();
-  bool first = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    cudaError_t status =
-        cudaLogsDumpToMemory(has_cursor ? &cursor : nullptr, text.data(), &size, 0);
-    if (status != cudaSuccess) {
-      (void)cudaGetLastError();  // the log is a best effort: leave no error behind
-      return {};
-    }
-    first = !has_cursor;
-    if (first) has_cursor = cudaLogsCurrent(&cursor, 0) == cudaSuccess;
-  }
-  text.resize(size < text.size() ? size : text.size());
-  const std::string tag = log_thread_tag();
-  std::string mine;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    start = end + 1;
-    while (!line.empty() && (line.back() == '\0' || line.back() == '\r')) line.pop_back();
-    if (line.empty() || (!tag.empty() && line.find(tag) == std::string::npos)) continue;
-    if (first && line.find("Returning ") != std::string::npos) {
-      // A "Returning" line closes a failure; without a cursor, keep only the latest one's lines.
-      std::size_t previous = mine.rfind("Returning ");
-      if (previous != std::string::npos) mine.erase(0, mine.find('\n', previous) + 1);
-    }
-    mine += line + '\n';
-  }
-  while (!mine.empty() && mine.back() == '\n') mine.pop_back();
-  return mine;
-}
+// What the driver logged about the failure at hand, from this thread (defined with curt's driver
+// calls, in detail/driver_lookup.hpp).
+inline std::string take_driver_log();
 
 inline std::string location(const char* file, int line) {
   return file ? std::string(file) + ":" + std::to_string(line) : std::string();

@@ -16,6 +16,7 @@
 #include <expect.hpp>
 #include <host_helpers.hpp>
 
+#include <curt/copy.hpp>
 #include <curt/detail/driver.hpp>
 #include <curt/device.hpp>
 #include <curt/event.hpp>
@@ -30,6 +31,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <cuda/std/span>
 #include <vector>
 
 namespace {
@@ -544,4 +546,151 @@ TEST_CASE("a device-less query on a thread without a context makes the runtime d
   INFO("child output:\n" << child.output);
   CHECK(child.exit_code == 0);
   CHECK(child.output.find("NO-CONTEXT-CHILD-REACHED-ITS-END") != std::string::npos);
+}
+
+namespace {
+
+// Runs `body` with the user's context `context` pushed, then pops it: the raw runtime calls of
+// the setup need a current context, and the thread must have none again afterwards.
+template <class Body>
+void in_user_context(CUcontext context, Body body) {
+  CURT_DRIVER_CALL(cuCtxPushCurrent, 4000, context);
+  body();
+  CUcontext popped = nullptr;
+  CURT_DRIVER_CALL(cuCtxPopCurrent, 4000, &popped);
+}
+
+}  // namespace
+
+// Runs only in a child process (hidden), where device 0's primary context is inactive. A stream
+// of a user's context U stands for a stream of another device (one GPU is enough): work on it
+// from a thread with no context must run in U, and must never wake device 0's primary context,
+// idle, captured, or refused. Before the fix a stream whose capture was invalidated (cuStreamGetCtx
+// fails then) was taken for a default stream: curt pushed the runtime device's primary context,
+// and the failing call made it active (on two GPUs: device 0's, for a stream of device 1).
+TEST_CASE("work on a stream of a context that is not current (child)", "[.][other-context-child]") {
+  REQUIRE_FALSE(curt_test::primary_active(0));  // the premise: main() made no context
+  curt_test::user_context mine(0);  // current now
+  const int n = random_size();
+  const std::size_t bytes = sizeof(int) * static_cast<std::size_t>(n);
+  cudaStream_t h = nullptr;
+  int* a = nullptr;
+  int* b = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&h, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaMalloc(&a, bytes) == cudaSuccess);
+  REQUIRE(cudaMalloc(&b, bytes) == cudaSuccess);
+  CUcontext popped = nullptr;
+  CURT_DRIVER_CALL(cuCtxPopCurrent, 4000, &popped);
+  REQUIRE(popped == mine.get());
+  REQUIRE(current_context() == nullptr);
+  REQUIRE_FALSE(curt_test::primary_active(0));
+
+  const curt::stream_ref s(h);
+  const cuda::std::span<int> da(a, static_cast<std::size_t>(n)), db(b, static_cast<std::size_t>(n));
+  const std::vector<int> in = curt_test::random_ints(static_cast<std::size_t>(n), -1000000, 1000000);
+  const int value = curt_test::random_ints(1, 2000000, 3000000)[0];  // never one of `in`
+  std::vector<int> out(static_cast<std::size_t>(n), -7777777);
+  std::vector<std::string> broken;
+  auto after = [&](const std::string& what) {
+    if (current_context() != nullptr) {
+      broken.push_back(what + ": left a context current");
+      CURT_DRIVER_CALL(cuCtxSetCurrent, 4000, nullptr);
+    }
+    if (curt_test::primary_active(0))
+      broken.push_back(what + ": made device 0's primary context active");
+  };
+
+  // 1. An idle stream: the copies run in U.
+  on_fresh_thread([&] {
+    curt::copy(da, in, s);
+    after("copy to the device");
+    curt::copy(db, da, s);
+    after("copy on the device");
+    curt::copy(out, db, s);
+    after("copy to the host");
+    s.synchronize();
+    after("synchronize");
+  });
+  CHECK(out == in);
+
+  // 2. A capture begun on this thread records a fill enqueued from a fresh thread (the driver
+  // tells a capturing stream's context), and the graph writes it when launched.
+  in_user_context(mine.get(), [&] {
+    REQUIRE(cudaStreamBeginCapture(h, cudaStreamCaptureModeRelaxed) == cudaSuccess);
+  });
+  on_fresh_thread([&] {
+    curt::fill(db, value, s);
+    after("fill into a capture");
+  });
+  in_user_context(mine.get(), [&] {
+    cudaGraph_t graph = nullptr;
+    REQUIRE(cudaStreamEndCapture(h, &graph) == cudaSuccess);
+    std::size_t nodes = 0;
+    CHECK(cudaGraphGetNodes(graph, nullptr, &nodes) == cudaSuccess);
+    CHECK(nodes == 1u);
+    cudaGraphExec_t exec = nullptr;
+    REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+    REQUIRE(cudaMemcpy(out.data(), b, bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+    CHECK(out == in);  // captured, not run
+    REQUIRE(cudaGraphLaunch(exec, h) == cudaSuccess);
+    REQUIRE(cudaMemcpyAsync(out.data(), b, bytes, cudaMemcpyDeviceToHost, h) == cudaSuccess);
+    REQUIRE(cudaStreamSynchronize(h) == cudaSuccess);
+    CHECK(cudaGraphExecDestroy(exec) == cudaSuccess);
+    CHECK(cudaGraphDestroy(graph) == cudaSuccess);
+  });
+  CHECK(out == std::vector<int>(static_cast<std::size_t>(n), value));
+
+  // 3. The capture invalidated (a refused query): every stream operation is refused with the
+  // capture's code, and none wakes a context.
+  in_user_context(mine.get(), [&] {
+    REQUIRE(cudaStreamBeginCapture(h, cudaStreamCaptureModeRelaxed) == cudaSuccess);
+    CHECK(cudaStreamQuery(h) != cudaSuccess);  // not permitted in a capture: invalidates it
+    (void)cudaGetLastError();
+    cudaStreamCaptureStatus state = cudaStreamCaptureStatusNone;
+    REQUIRE(cudaStreamIsCapturing(h, &state) == cudaSuccess);
+    REQUIRE(state == cudaStreamCaptureStatusInvalidated);
+  });
+  on_fresh_thread([&] {
+    auto refused = [&](const char* what, auto operation) {
+      curt_test::require_cuda_error(operation, cudaErrorStreamCaptureInvalidated,
+                                    {"cuStreamGetCtx", "no current context"});
+      after(what);
+    };
+    refused("copy to the device", [&] { curt::copy(da, in, s); });
+    refused("copy to the host", [&] { curt::copy(out, db, s); });
+    refused("fill", [&] { curt::fill(da, value, s); });
+    refused("launch", [&] {
+      curt::launch(s, curt::launch_config(dim3(blocks_for(n)), dim3(block_size)),
+                   curt_test::slow_affine_int, static_cast<const int*>(a), b, n, 1, 0, 0ull);
+    });
+    refused("ready", [&] { (void)s.ready(); });
+    refused("host_call", [&] { s.host_call([] {}); });
+  });
+  in_user_context(mine.get(), [&] {
+    cudaGraph_t graph = nullptr;
+    CHECK(cudaStreamEndCapture(h, &graph) == cudaErrorStreamCaptureInvalidated);
+    (void)cudaGetLastError();
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    CHECK(cudaFree(a) == cudaSuccess);
+    CHECK(cudaFree(b) == cudaSuccess);
+    CHECK(cudaStreamDestroy(h) == cudaSuccess);
+  });
+  for (const std::string& what : broken) FAIL_CHECK(what);
+  CHECK_FALSE(curt_test::primary_active(0));
+  std::printf("OTHER-CONTEXT-CHILD-REACHED-ITS-END\n");
+  std::fflush(stdout);
+}
+
+TEST_CASE("work on a stream of another context from a thread without one, idle, captured or "
+          "refused, never wakes device 0") {
+  if (curt_test::under_compute_sanitizer()) {
+    WARN("under compute-sanitizer: the child process is not run (the sanitizer makes contexts "
+         "in it)");
+    return;
+  }
+  curt_test::child_result child =
+      curt_test::run_self("work on a stream of a context that is not current (child)");
+  INFO("child output:\n" << child.output);
+  CHECK(child.exit_code == 0);
+  CHECK(child.output.find("OTHER-CONTEXT-CHILD-REACHED-ITS-END") != std::string::npos);
 }

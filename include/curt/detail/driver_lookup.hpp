@@ -55,6 +55,9 @@ using cuCtxGetId_v12000 = int(CURT_DETAIL_DRIVER_API*)(CUcontext context,
 using cuEventRecord_v2000 = int(CURT_DETAIL_DRIVER_API*)(cudaEvent_t event, CUstream stream);
 using cuStreamWaitEvent_v3020 = int(CURT_DETAIL_DRIVER_API*)(CUstream stream, cudaEvent_t event,
                                                               unsigned flags);
+using cuLogsCurrent_v12090 = int(CURT_DETAIL_DRIVER_API*)(unsigned* iterator, unsigned flags);
+using cuLogsDumpToMemory_v12090 = int(CURT_DETAIL_DRIVER_API*)(unsigned* iterator, char* buffer,
+                                                                std::size_t* size, unsigned flags);
 }  // namespace curt::detail::driver_fn
 
 namespace curt::detail {
@@ -165,3 +168,67 @@ inline std::string driver_category_impl::message(int code) const {
       CURT_DETAIL_DRIVER_LOOKUP(::curt::detail::driver_fn::name##_v##version, #name,      \
                                 version)(__VA_ARGS__),                                    \
       #name, __FILE__, __LINE__)
+
+namespace curt::detail {
+
+// The driver function, or null where the driver lacks it: no exception, and no error left behind.
+inline void* driver_function_or_null(const char* symbol, int cuda_version) noexcept {
+  void* function = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(symbol, &function, static_cast<unsigned>(cuda_version),
+                                       cudaEnableLegacyStream, &found) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return found == cudaDriverEntryPointSuccess ? function : nullptr;
+}
+
+// The driver keeps a ring buffer of log lines (CUDA 12.9+). curt reads it only when a call fails,
+// from a process-wide cursor, so the hot path never touches it, and keeps only the calling
+// thread's lines. Before the first failure there is no cursor yet: then only the thread's lines
+// since its last-but-one "Returning" line are kept, which belong to the failure at hand.
+// Through the driver's cuLogs functions: the runtime's cudaLogs* first make the current device's
+// primary context current, and leave it so, on a thread that had none (seen on the H200), which a
+// failure thrown on such a thread must not do.
+inline std::string take_driver_log() {
+  static std::mutex mutex;
+  static unsigned cursor = 0;
+  static bool has_cursor = false;
+  // Looked up without throwing: this runs on the throw path, also of a failed lookup.
+  static const auto dump = reinterpret_cast<driver_fn::cuLogsDumpToMemory_v12090>(
+      driver_function_or_null("cuLogsDumpToMemory", 12090));
+  static const auto current = reinterpret_cast<driver_fn::cuLogsCurrent_v12090>(
+      driver_function_or_null("cuLogsCurrent", 12090));
+  if (dump == nullptr || current == nullptr) return {};  // no driver, or one older than 12.9
+  std::string text(25600, '\0');  // the driver's documented maximum
+  std::size_t size = text.size();
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (dump(has_cursor ? &cursor : nullptr, text.data(), &size, 0) != 0) return {};
+    first = !has_cursor;
+    if (first) has_cursor = current(&cursor, 0) == 0;
+  }
+  text.resize(size < text.size() ? size : text.size());
+  const std::string tag = log_thread_tag();
+  std::string mine;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    while (!line.empty() && (line.back() == '\0' || line.back() == '\r')) line.pop_back();
+    if (line.empty() || (!tag.empty() && line.find(tag) == std::string::npos)) continue;
+    if (first && line.find("Returning ") != std::string::npos) {
+      // A "Returning" line closes a failure; without a cursor, keep only the latest one's lines.
+      std::size_t previous = mine.rfind("Returning ");
+      if (previous != std::string::npos) mine.erase(0, mine.find('\n', previous) + 1);
+    }
+    mine += line + '\n';
+  }
+  while (!mine.empty() && mine.back() == '\n') mine.pop_back();
+  return mine;
+}
+
+}  // namespace curt::detail
