@@ -7,8 +7,8 @@
 //                                    (median of the per-pair ratios). Directions: h2d (pinned
 //                                    host -> device), d2h (device -> pinned host), d2d; sizes
 //                                    4 KiB and 64 MiB.
-//   paired/control/h2d/4KiB         the same pairing with raw on both sides: how far from 1.000
-//                                    the method itself lands (the A/A control)
+//   paired/control/h2d/<size>       the same pairing with raw on both sides: how far from 1.000
+//                                    the method itself lands (the A/A control), 4 KiB and 64 MiB
 //   gpu_time/copy/d2d_64MiB/<raw|curt>  GPU time of one 64 MiB device-to-device copy from CUDA
 //                                    events, and the bandwidth achieved (bytes read + written).
 //
@@ -102,20 +102,23 @@ void paired_copy(benchmark::State& state) {
       [&] { g->stream.synchronize(); });
 }
 
-// Raw against raw, the A/A control of paired_copy<h2d, kSmall>: two copies of the same loop.
+// Raw against raw, the A/A control of paired_copy<h2d, Bytes>: two copies of the same loop.
+template <std::size_t Bytes>
 void paired_control(benchmark::State& state) {
-  unsigned char* host_p = g->small.host.data();
-  unsigned char* a_p = g->small.device_a.data();
+  buffers& b = Bytes == kSmall ? g->small : g->large;
+  const int batch = Bytes == kSmall ? kSmallBatch : kLargeBatch;
+  unsigned char* host_p = b.host.data();
+  unsigned char* a_p = b.device_a.data();
   const cudaStream_t raw_stream = g->stream;
   curt_bench::paired(
-      state, kSmallBatch,
+      state, batch,
       [&] {
-        for (int i = 0; i < kSmallBatch; ++i)
-          (void)cudaMemcpyAsync(a_p, host_p, kSmall, cudaMemcpyDefault, raw_stream);
+        for (int i = 0; i < batch; ++i)
+          (void)cudaMemcpyAsync(a_p, host_p, Bytes, cudaMemcpyDefault, raw_stream);
       },
       [&] {
-        for (int i = 0; i < kSmallBatch; ++i)
-          (void)cudaMemcpyAsync(a_p, host_p, kSmall, cudaMemcpyDefault, raw_stream);
+        for (int i = 0; i < batch; ++i)
+          (void)cudaMemcpyAsync(a_p, host_p, Bytes, cudaMemcpyDefault, raw_stream);
       },
       [&] { g->stream.synchronize(); });
 }
@@ -150,7 +153,8 @@ void setup(curt::device d) {
   add("paired/copy/h2d/64MiB", paired_copy<direction::h2d, kLarge>)->MinTime(kLargeMinSeconds);
   add("paired/copy/d2h/64MiB", paired_copy<direction::d2h, kLarge>)->MinTime(kLargeMinSeconds);
   add("paired/copy/d2d/64MiB", paired_copy<direction::d2d, kLarge>);
-  add("paired/control/h2d/4KiB", paired_control);
+  add("paired/control/h2d/4KiB", paired_control<kSmall>);
+  add("paired/control/h2d/64MiB", paired_control<kLarge>)->MinTime(kLargeMinSeconds);
   add("gpu_time/copy/d2d_64MiB/raw", gpu_time_d2d_large<false>, true);
   add("gpu_time/copy/d2d_64MiB/curt", gpu_time_d2d_large<true>, true);
   // Warm-up: the first copies of each kind pay for lazy setup in the driver.
