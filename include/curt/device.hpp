@@ -19,6 +19,8 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace curt {
 
@@ -501,6 +503,46 @@ class current_device_scope {
   pushed_context pushed_;
 };
 
+// The contexts of the streams curt is capturing on, from begin to end. The driver cannot tell the
+// context of a stream whose capture was invalidated (cuStreamGetCtx fails), which a thread with
+// no context needs in order to end that capture, or to ask about it. Consulted only then.
+class capturing_streams {
+ public:
+  void add(cudaStream_t stream, CUcontext context) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& entry : entries_)
+      if (entry.first == stream) {
+        entry.second = context;
+        return;
+      }
+    entries_.emplace_back(stream, context);
+  }
+  void remove(cudaStream_t stream) noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& entry : entries_)
+      if (entry.first == stream) {
+        entry = entries_.back();
+        entries_.pop_back();
+        return;
+      }
+  }
+  CUcontext find(cudaStream_t stream) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& entry : entries_)
+      if (entry.first == stream) return entry.second;
+    return nullptr;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::pair<cudaStream_t, CUcontext>> entries_;
+};
+
+inline capturing_streams& capture_contexts() {
+  static capturing_streams* table = new capturing_streams;  // never destroyed: used at exit
+  return *table;
+}
+
 /// On a thread with no current context, a runtime call on a stream would first make the current
 /// device's (device 0's) primary context current and leave it so: this makes the stream's own
 /// context current for the scope instead (for a default stream, which names no context, the
@@ -508,26 +550,32 @@ class current_device_scope {
 /// context is current: that check is inline and the rest out of line, because it runs before
 /// every copy and memset, where the driver's own work is a microsecond or two.
 /// A created stream whose context the driver cannot tell (its capture was invalidated, its
-/// context is lost) is refused here with the driver's code: any context curt could pick instead
-/// might be another device's, which the failing call would then wake.
+/// context is lost) is refused here with the driver's code, unless the context is known
+/// otherwise (a capture curt began, or `known`, learnt by the caller earlier): any context curt
+/// could pick instead might be another device's, which the failing call would then wake.
 class stream_context_scope {
  public:
-  explicit stream_context_scope(cudaStream_t stream) {
+  explicit stream_context_scope(cudaStream_t stream, CUcontext known = nullptr) {
     if (CURT_LIKELY(current_context() != nullptr)) return;
-    enter(stream);
+    enter(stream, known);
   }
   stream_context_scope(const stream_context_scope&) = delete;
   stream_context_scope& operator=(const stream_context_scope&) = delete;
 
  private:
-  CURT_COLD void enter(cudaStream_t stream) {
+  CURT_COLD void enter(cudaStream_t stream, CUcontext known) {
+    if (known != nullptr) {
+      pushed_.push(known);
+      return;
+    }
     if (is_default_stream_handle(stream)) {
       default_stream_.enter(-1);  // the runtime's current device
       return;
     }
     CUcontext context = nullptr;
     int status = CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetCtx, 9020)(stream, &context);
-    if (CURT_UNLIKELY(status != 0)) throw_unknown_stream_context(status);
+    if (CURT_UNLIKELY(status != 0)) context = capture_contexts().find(stream);
+    if (CURT_UNLIKELY(context == nullptr)) throw_unknown_stream_context(status);
     pushed_.push(context);
   }
   // The code in the runtime's category (the same numbers): the user called a runtime operation.
@@ -536,7 +584,8 @@ class stream_context_scope {
                 location(__FILE__, __LINE__),
                 "this thread has no current context, so curt runs the call in the stream's own "
                 "context, which the driver could not tell; nothing was done on the stream (one "
-                "whose capture was invalidated must end its capture before it is used again)");
+                "whose capture was invalidated must end its capture, on a thread with its "
+                "context current, before it is used again)");
   }
   pushed_context pushed_;
   current_device_scope default_stream_{current_device_scope::deferred{}};

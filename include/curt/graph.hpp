@@ -454,7 +454,7 @@ class graph_exec_ref {
       status = cudaGraphLaunch(e, s);
     }
     if (CURT_UNLIKELY(status != cudaSuccess))
-      detail::throw_graph_launch_error(status, e, "cudaGraphLaunch(exec, stream)", __FILE__,
+      detail::throw_graph_launch_error(status, e, "cudaGraphLaunch(exec, stream)", s, __FILE__,
                                        __LINE__);
   }
   /// Uploads the graph's work to the device on `stream` without running it, so that the first
@@ -468,7 +468,7 @@ class graph_exec_ref {
       status = cudaGraphUpload(e, s);
     }
     if (CURT_UNLIKELY(status != cudaSuccess))
-      detail::throw_graph_launch_error(status, e, "cudaGraphUpload(exec, stream)", __FILE__,
+      detail::throw_graph_launch_error(status, e, "cudaGraphUpload(exec, stream)", s, __FILE__,
                                        __LINE__);
   }
 

@@ -129,13 +129,18 @@ inline void begin_capture(cudaStream_t stream, capture_mode mode, cudaGraph_t ta
                           const cudaGraphNode_t* nodes, const cudaGraphEdgeData* data,
                           std::size_t count) {
   cudaError_t status;
+  CUcontext context = nullptr;
   {
     stream_context_scope in_context(stream);
+    // Kept until the end: an invalidated capture hides the stream's context from the driver.
+    context = stream_context(stream);
+    if (context) capture_contexts().add(stream, context);
     auto native_mode = static_cast<cudaStreamCaptureMode>(mode);
     status = target ? cudaStreamBeginCaptureToGraph(stream, target, nodes, data, count, native_mode)
                     : cudaStreamBeginCapture(stream, native_mode);
   }
   if (CURT_LIKELY(status == cudaSuccess)) return;
+  if (context) capture_contexts().remove(stream);
   std::string log = take_driver_log();
   (void)cudaGetLastError();
   std::string why = describe_capture_begin_failure(stream);
@@ -170,6 +175,7 @@ inline cudaGraph_t end_capture(cudaStream_t stream, bool& ended, cudaGraph_t tar
   }
   if (CURT_LIKELY(status == cudaSuccess)) {
     ended = true;
+    capture_contexts().remove(stream);
     return graph;
   }
   std::string log = take_driver_log();
@@ -184,6 +190,7 @@ inline cudaGraph_t end_capture(cudaStream_t stream, bool& ended, cudaGraph_t tar
       },
       stream);
   ended = now == capture_status::none;
+  if (ended) capture_contexts().remove(stream);
   std::string why = describe_capture_end_failure(status, target != nullptr);
   if (target && destroys_target(status))
     why += "; " + describe_destroyed_target(capture_target_destroyed(target));
@@ -247,6 +254,7 @@ inline bool abandon_capture(cudaStream_t stream, cudaGraph_t target) noexcept {
     stream_context_scope in_context(stream);
     cudaGraph_t graph = nullptr;
     cudaError_t status = cudaStreamEndCapture(stream, &graph);
+    if (status != cudaErrorStreamCaptureWrongThread) capture_contexts().remove(stream);
     if (destroys_target(status)) {
       (void)cudaGetLastError();
       if (target) {

@@ -664,7 +664,10 @@ class stream_timer {
   /// A timer of a temporary owner would outlive its stream.
   explicit stream_timer(stream&&) = delete;
   explicit stream_timer(stream_ref s)
-      : stream_(s), start_(timing_event(s)), stop_(timing_event(s)) {
+      : stream_(s),
+        context_(detail::stream_context(s.get())),
+        start_(timing_event(s, context_)),
+        stop_(timing_event(s, context_)) {
     detail::stream_context_scope in_context(stream_.get());  // as launch and synchronize do
     start_.record(stream_);
   }
@@ -678,6 +681,7 @@ class stream_timer {
     if (this != &other) {
       destroy_events();
       stream_ = other.stream_;
+      context_ = other.context_;
       start_ = std::move(other.start_);
       stop_ = std::move(other.stop_);
       stopped_ = other.stopped_;
@@ -712,18 +716,17 @@ class stream_timer {
 
  private:
   // An event of the stream's own context (a user's or a green context as well as a primary).
-  static event timing_event(stream_ref s) {
-    CUcontext context = detail::stream_context(s.get());
+  static event timing_event(stream_ref s, CUcontext context) {
     if (context == nullptr) return event(s.device(), event_flags::timing);
     detail::context_scope in(context);
     return event(s.device(), event_flags::timing);
   }
-  // Destroys the events in the stream's context; nothing to do (and no driver call, so no use of
-  // a stream that may be gone since) when they were moved away.
+  // Destroys the events in the context they were made in (the driver may no longer tell the
+  // stream's: a capture invalidated since); nothing to do when they were moved away.
   void destroy_events() noexcept {
     if (!start_.valid() && !stop_.valid()) return;
     try {
-      detail::stream_context_scope in_context(stream_.get());
+      detail::stream_context_scope in_context(stream_.get(), context_);
       event start = std::move(start_), stop = std::move(stop_);
     } catch (...) {
       // The context could not be made current: the events go with the members, as they are.
@@ -736,6 +739,7 @@ class stream_timer {
                     __LINE__);
   }
   stream_ref stream_;
+  CUcontext context_;  // the stream's, learnt first; null for a default stream
   event start_;
   event stop_;
   bool stopped_ = false;

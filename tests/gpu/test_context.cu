@@ -15,11 +15,14 @@
 #include <device_array.hpp>
 #include <expect.hpp>
 #include <host_helpers.hpp>
+#include <error_recorder.hpp>
 
 #include <curt/copy.hpp>
 #include <curt/detail/driver.hpp>
 #include <curt/device.hpp>
 #include <curt/event.hpp>
+#include <curt/graph.hpp>
+#include <curt/graph_capture.hpp>
 #include <curt/launch.hpp>
 #include <curt/memory.hpp>
 #include <curt/occupancy.hpp>
@@ -28,6 +31,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -564,10 +568,14 @@ void in_user_context(CUcontext context, Body body) {
 
 // Runs only in a child process (hidden), where device 0's primary context is inactive. A stream
 // of a user's context U stands for a stream of another device (one GPU is enough): work on it
-// from a thread with no context must run in U, and must never wake device 0's primary context,
-// idle, captured, or refused. Before the fix a stream whose capture was invalidated (cuStreamGetCtx
-// fails then) was taken for a default stream: curt pushed the runtime device's primary context,
-// and the failing call made it active (on two GPUs: device 0's, for a stream of device 1).
+// from a thread with no context must run in U and never wake device 0's primary context, idle,
+// captured or refused. A capture whose work invalidated it is still ended, a timer's events are
+// destroyed in U, and a refused graph launch is explained in U. Before the fixes a stream whose
+// capture was invalidated (cuStreamGetCtx fails then) was taken for a default stream (curt pushed
+// the runtime device's primary context, which the failing call made active: on two GPUs device
+// 0's, for a stream of device 1), every error thrown read the driver log through the runtime
+// (which made device 0's primary context current), and graph launch failures were explained in
+// the runtime device's context.
 TEST_CASE("work on a stream of a context that is not current (child)", "[.][other-context-child]") {
   REQUIRE_FALSE(curt_test::primary_active(0));  // the premise: main() made no context
   curt_test::user_context mine(0);  // current now
@@ -671,6 +679,83 @@ TEST_CASE("work on a stream of a context that is not current (child)", "[.][othe
     CHECK(cudaStreamEndCapture(h, &graph) == cudaErrorStreamCaptureInvalidated);
     (void)cudaGetLastError();
     if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  });
+  auto capture_state = [&] {
+    cudaStreamCaptureStatus state = cudaStreamCaptureStatusActive;
+    in_user_context(mine.get(), [&] { CHECK(cudaStreamIsCapturing(h, &state) == cudaSuccess); });
+    return state;
+  };
+
+  // 4. curt::capture from a fresh thread, whose work invalidates the capture: the driver no
+  // longer tells the stream's context, yet curt ends the capture (in the context it learnt at
+  // the begin) and says why the work failed.
+  curt_test::error_recorder reports;
+  on_fresh_thread([&] {
+    curt_test::require_cuda_error(
+        [&] { (void)curt::capture(s, [&] { (void)s.ready(); }, curt::capture_mode::relaxed); },
+        cudaErrorStreamCaptureUnsupported, {"cudaStreamQuery", "invalidated the capture"});
+    after("curt::capture whose work invalidated it");
+  });
+  CHECK(capture_state() == cudaStreamCaptureStatusNone);
+  CHECK(reports.count.load() == 0);
+
+  // 5. A stream_timer destroyed while its stream's capture is invalidated destroys its events in
+  // the context they were made in.
+  {
+    std::optional<curt::stream_timer> timer;
+    on_fresh_thread([&] {
+      timer.emplace(s);
+      timer->record_stop();
+      (void)timer->elapsed();
+      after("stream_timer");
+    });
+    in_user_context(mine.get(), [&] {
+      REQUIRE(cudaStreamBeginCapture(h, cudaStreamCaptureModeRelaxed) == cudaSuccess);
+      CHECK(cudaStreamQuery(h) != cudaSuccess);  // invalidates the capture
+      (void)cudaGetLastError();
+    });
+    on_fresh_thread([&] {
+      timer.reset();
+      after("destroying a stream_timer whose stream's capture is invalidated");
+    });
+    in_user_context(mine.get(), [&] {
+      cudaGraph_t graph = nullptr;
+      CHECK(cudaStreamEndCapture(h, &graph) == cudaErrorStreamCaptureInvalidated);
+      (void)cudaGetLastError();
+    });
+    CHECK(reports.count.load() == 0);
+  }
+
+  // 6. A refused graph launch is explained in the stream's context: an executable graph whose
+  // allocation node's memory was not freed cannot run again.
+  {
+    void* allocated = nullptr;
+    std::optional<curt::graph_exec> exec;
+    in_user_context(mine.get(), [&] {
+      REQUIRE(cudaStreamBeginCapture(h, cudaStreamCaptureModeRelaxed) == cudaSuccess);
+      REQUIRE(cudaMallocAsync(&allocated, 4096, h) == cudaSuccess);
+      cudaGraph_t graph = nullptr;
+      REQUIRE(cudaStreamEndCapture(h, &graph) == cudaSuccess);
+      cudaGraphExec_t raw = nullptr;
+      REQUIRE(cudaGraphInstantiate(&raw, graph, 0) == cudaSuccess);
+      CHECK(cudaGraphDestroy(graph) == cudaSuccess);
+      exec.emplace(curt::graph_exec::from_native_handle(raw));
+    });
+    on_fresh_thread([&] {
+      exec->launch(s);
+      s.synchronize();
+      after("graph launch");
+      curt_test::require_cuda_error([&] { exec->launch(s); }, cudaErrorInvalidValue,
+                                    {"cudaGraphLaunch", "auto_free_on_launch"});
+      after("refused graph launch");
+    });
+    in_user_context(mine.get(), [&] {
+      CHECK(cudaFree(allocated) == cudaSuccess);
+      exec.reset();
+    });
+  }
+
+  in_user_context(mine.get(), [&] {
     CHECK(cudaFree(a) == cudaSuccess);
     CHECK(cudaFree(b) == cudaSuccess);
     CHECK(cudaStreamDestroy(h) == cudaSuccess);

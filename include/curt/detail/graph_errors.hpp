@@ -280,13 +280,17 @@ CURT_COLD inline std::string describe_single_exec(const single_exec_nodes& nodes
                                                           cudaGraph_t graph = nullptr) {
   std::string log = take_driver_log();  // before the diagnosis
   (void)cudaGetLastError();
+  // In the upload stream's context when there is one, as the instantiation ran.
+  const cudaStream_t upload = params.uploadStream;
   std::string why = instantiate_result_name(params.result_out);
   const char* reason = instantiate_result_reason(params.result_out);
   if (*reason) why += std::string(": ") + reason;
   why += params.errNode_out
-             ? "; error node: " + diagnose([&] { return describe_node(params.errNode_out); })
+             ? "; error node: " +
+                   diagnose([&] { return describe_node(params.errNode_out); }, upload)
              : std::string("; the driver names no node");
-  if (graph) why += describe_single_exec(diagnose([&] { return count_single_exec_nodes(graph); }));
+  if (graph)
+    why += describe_single_exec(diagnose([&] { return count_single_exec_nodes(graph); }, upload));
   throw_error_with_log(make_error_code(status),
                        "cudaGraphInstantiateWithParams(graph, flags " +
                            describe_instantiate_flags(params.flags) + ")",
@@ -311,7 +315,8 @@ CURT_COLD inline std::string describe_single_exec(const single_exec_nodes& nodes
 
 [[noreturn]] CURT_COLD inline void throw_graph_launch_error(cudaError_t status,
                                                            cudaGraphExec_t exec, const char* call,
-                                                           const char* file, int line) {
+                                                           cudaStream_t stream, const char* file,
+                                                           int line) {
   std::string log = take_driver_log();
   (void)cudaGetLastError();
   std::string why = diagnose([&] {
@@ -323,7 +328,7 @@ CURT_COLD inline std::string describe_single_exec(const single_exec_nodes& nodes
         "an executable graph whose last launch left memory allocated (allocation nodes without "
         "a free) cannot run again until that memory is freed (cudaFreeAsync), unless it was "
         "instantiated with instantiate_flags::auto_free_on_launch");
-  });
+  }, stream);  // in the stream's context, as the launch ran
   throw_error_with_log(make_error_code(status), call, location(file, line), std::move(why),
                        std::move(log));
 }
