@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #if defined(__GLIBCXX__)
 #  include <bits/stl_iterator_base_types.h>  // the iterator tags, without all of <iterator>
@@ -460,9 +461,12 @@ inline constexpr any_context_t any_context{};
 /// A primary context it finds inactive is initialized by the runtime (keep_primary_context):
 /// releasing curt's own reference at the end must not destroy it again, or every such call would
 /// pay for a context creation.
-/// With any_context (pointer and range queries, advice: calls that only need some context), a
-/// primary context that is active already serves, the runtime device's first, then any other:
-/// a process that works on device 1 only never gets one on device 0 from them.
+/// With any_context (calls that only need some context), a primary context that is active
+/// already serves, the runtime device's first, then any other: a process that works on device 1
+/// only never gets one on device 0 from them. Given the memory the call is about (pointer and
+/// range queries, advice), the memory's own context serves first, else its device's primary
+/// context: the driver tells both on a thread with no context, so memory of a user's context
+/// never makes one on another device either.
 class current_device_scope {
  public:
   explicit current_device_scope(int ordinal = -1) {
@@ -473,9 +477,14 @@ class current_device_scope {
     if (CURT_LIKELY(current_context() != nullptr)) return;
     enter_any();
   }
+  current_device_scope(any_context_t, const void* memory) {
+    if (CURT_LIKELY(current_context() != nullptr)) return;
+    enter_for(memory);
+  }
 
  private:
   friend class stream_context_scope;
+  friend class pool_context_scope;
   struct deferred {};
   explicit current_device_scope(deferred) noexcept {}  // enter() later, when needed
   CURT_COLD void enter(int ordinal) {
@@ -497,6 +506,20 @@ class current_device_scope {
       }
     }
     enter(ordinal);
+  }
+  CURT_COLD void enter_for(const void* memory) {
+    const auto get = CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuPointerGetAttribute, 4000);
+    const auto address = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(memory));
+    CUcontext context = nullptr;
+    if (get(&context, driver_fn::pointer_attribute_context, address) == 0 && context) {
+      pushed_.push(context);
+      return;
+    }
+    int ordinal = -1;
+    if (get(&ordinal, driver_fn::pointer_attribute_device_ordinal, address) == 0 && ordinal >= 0)
+      enter(ordinal);  // pool memory names no context
+    else
+      enter_any();  // memory CUDA does not know
   }
 
   retained_primary_context primary_;  // declared first: popped before it is released

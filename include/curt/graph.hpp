@@ -13,11 +13,13 @@
 // operation on them, or on a ref made from them, throws a cuda_error that says which. Destructors
 // never throw: a failure goes to curt's error handler.
 //
-// Contexts: a graph belongs to no device. Calls on graphs and executable graphs (create, clone,
-// queries, instantiate, update, destroy) on a thread with no current context run in the primary
-// context of the runtime's current device and leave none current, as other calls that take no
-// stream do (make the device you mean current first: a device_guard). launch() and upload() run
-// in the stream's context, as curt::launch does; so does an instantiation that uploads.
+// Contexts: a graph belongs to no device. On a thread with no current context, calls that only
+// need some context (create, clone, queries, update) run in a primary context that is active
+// already (the runtime device's first); node additions and instantiation, which load kernels
+// for a device, in the primary context of the runtime's current device (make the device you mean
+// current first: a device_guard); each leaves none current. launch() and upload() run in the
+// stream's context, as curt::launch does; so does an instantiation that uploads, and the
+// explanation of their failures. Destruction goes to the driver, which needs no context for it.
 //
 // Every edge query passes edge data: without it CUDA answers cudaErrorLossyQuery for a graph with
 // programmatic (PDL) edges.
@@ -421,12 +423,12 @@ class graph : public graph_ref {
       handle_ = detail::state_handle<cudaGraph_t>(detail::handle_state::empty);
       return;
     }
-    try {
-      detail::current_device_scope in_context(detail::any_context);
-      detail::forget_conditional_bodies(handle_);  // its conditional nodes' bodies die with it
-      detail::check_noexcept(cudaGraphDestroy(handle_), "cudaGraphDestroy(graph)", __FILE__,
-                             __LINE__);
-    } catch (const cuda_error& error) {  // no context could be made current
+    detail::forget_conditional_bodies(handle_);  // its conditional nodes' bodies die with it
+    try {  // through the driver, which needs no current context (nor makes one) for it
+      detail::check_driver_noexcept(
+          CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuGraphDestroy, 10000)(handle_),
+          "cuGraphDestroy(graph)", __FILE__, __LINE__);
+    } catch (const cuda_error& error) {  // the driver lacks the function
       detail::handle_error(error);
     }
     handle_ = detail::state_handle<cudaGraph_t>(detail::handle_state::empty);
@@ -537,15 +539,10 @@ class graph_exec_ref {
   cudaGraphExec_t handle_;
 
  private:
-  // "the graph updated from holds N device-updatable kernel node(s): ..." or nothing. (Not
-  // detail::diagnose: a graph query needs some context, not the runtime device's.)
+  // "the graph updated from holds N device-updatable kernel node(s): ..." or nothing.
   CURT_COLD static std::string device_updatable_note(cudaGraph_t from) {
-    std::size_t updatable = 0;
-    try {
-      detail::current_device_scope in_context(detail::any_context);
-      updatable = detail::count_single_exec_nodes(from).device_updatable;
-    } catch (const std::exception&) {  // no context: the message goes without the count
-    }
+    std::size_t updatable = detail::diagnose(
+        [&] { return detail::count_single_exec_nodes(from).device_updatable; }, detail::any_context);
     if (!updatable) return {};
     return "the graph updated from holds " + std::to_string(updatable) +
            " device-updatable kernel node(s): CUDA updates no executable graph from such a "
@@ -555,8 +552,10 @@ class graph_exec_ref {
                                                          cudaGraph_t from) {
     std::string log = detail::take_driver_log();
     std::string why = detail::describe_update_refusal(
-        refused.result, detail::diagnose([&] { return detail::describe_node(refused.node); }),
-        detail::diagnose([&] { return detail::describe_node(refused.from_node); }));
+        refused.result,
+        detail::diagnose([&] { return detail::describe_node(refused.node); }, detail::any_context),
+        detail::diagnose([&] { return detail::describe_node(refused.from_node); },
+                         detail::any_context));  // in any context, as the update ran
     if (std::string note = device_updatable_note(from); !note.empty()) why += "; " + note;
     detail::throw_error_with_log(make_error_code(cudaErrorGraphExecUpdateFailure),
                                  "cudaGraphExecUpdate(exec, graph)",
@@ -611,12 +610,12 @@ class graph_exec : public graph_exec_ref {
   }
   void destroy() noexcept {
     if (detail::is_state_handle(handle_)) return;
-    try {
-      detail::updated_exec_table().forget(handle_);
-      detail::current_device_scope in_context(detail::any_context);
-      detail::check_noexcept(cudaGraphExecDestroy(handle_), "cudaGraphExecDestroy(exec)",
-                             __FILE__, __LINE__);
-    } catch (const cuda_error& error) {
+    detail::updated_exec_table().forget(handle_);
+    try {  // through the driver, which needs no current context (nor makes one) for it
+      detail::check_driver_noexcept(
+          CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuGraphExecDestroy, 10000)(handle_),
+          "cuGraphExecDestroy(exec)", __FILE__, __LINE__);
+    } catch (const cuda_error& error) {  // the driver lacks the function
       detail::handle_error(error);
     }
     handle_ = detail::state_handle<cudaGraphExec_t>(detail::handle_state::empty);

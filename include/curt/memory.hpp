@@ -673,14 +673,14 @@ struct pointer_info {
 
 /// What CUDA knows about `pointer`. Pageable memory (or any address CUDA does not know) is
 /// kind unregistered, device -2, no error (CUDA 13.0 gives the pointer itself as its host
-/// address). On a thread with no current context the calls run in a primary context that is
-/// active already, as advise() and the range queries do (unified_memory.hpp). The pool comes
+/// address). On a thread with no current context the calls run in the memory's own context, as
+/// advise() and the range queries do (unified_memory.hpp; detail::current_device_scope). The pool comes
 /// from the driver
 /// (CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE); for page-locked host memory the driver's refusal to
 /// answer is taken as "no pool".
 inline pointer_info pointer_attributes(const void* pointer) {
   cudaPointerAttributes native{};
-  detail::current_device_scope in_context(detail::any_context);
+  detail::current_device_scope in_context(detail::any_context, pointer);
   detail::check(cudaPointerGetAttributes(&native, pointer), "cudaPointerGetAttributes", __FILE__,
                 __LINE__);
   pointer_info info;

@@ -181,13 +181,26 @@ CURT_COLD inline std::string describe_pool_call(const char* function, const std:
 }
 
 /// The work of a pool call runs in a context: the one current, else the primary context of the
-/// pool's device, else that of the runtime's current device; a pushed context is popped at the
+/// pool's device; for pools of host or managed memory, which need no particular device, a
+/// primary context that is active already (current_device_scope's any_context), so that a
+/// process working on device 1 gets none on device 0 from them. A pushed context is popped at the
 /// end. (The runtime would otherwise make device 0's primary context current and leave it so.)
 /// One cuCtxGetCurrent when a context is current.
-class pool_context_scope : public current_device_scope {
+class pool_context_scope {
  public:
-  explicit pool_context_scope(memory_location where)
-      : current_device_scope(where.is_device() ? where.id() : -1) {}
+  explicit pool_context_scope(memory_location where) {
+    if (CURT_LIKELY(current_context() != nullptr)) return;
+    enter(where);
+  }
+
+ private:
+  CURT_COLD void enter(memory_location where) {
+    if (where.is_device())
+      scope_.enter(where.id());
+    else
+      scope_.enter_any();
+  }
+  current_device_scope scope_{current_device_scope::deferred{}};
 };
 
 /// The streams of curt's synchronous pool allocations, one per context: waiting for it waits for
@@ -798,11 +811,11 @@ class memory_pool : public memory_pool_ref {
   }
   void destroy() noexcept {
     if (detail::is_state_handle(handle_)) return;
-    try {
-      detail::pool_context_scope in(where_);
-      detail::check_noexcept(cudaMemPoolDestroy(handle_), "cudaMemPoolDestroy(pool)", __FILE__,
-                             __LINE__);
-    } catch (const cuda_error& error) {  // no context could be made current
+    try {  // through the driver, which needs no current context (nor makes one) for it
+      detail::check_driver_noexcept(
+          CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuMemPoolDestroy, 11020)(handle_),
+          "cuMemPoolDestroy(pool)", __FILE__, __LINE__);
+    } catch (const cuda_error& error) {  // the driver lacks the function
       detail::handle_error(error);
     }
     handle_ = detail::state_handle<cudaMemPool_t>(detail::handle_state::empty);

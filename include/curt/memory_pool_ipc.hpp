@@ -149,7 +149,7 @@ inline cudaMemPoolPtrExportData export_pointer(const void* allocation) {
   cudaMemPoolPtrExportData data{};
   cudaError_t status = cudaSuccess;
   {
-    detail::pool_context_scope in(memory_location::none());
+    detail::current_device_scope in(detail::any_context, allocation);  // its pool's device
     status = cudaMemPoolExportPointer(&data, const_cast<void*>(allocation));
   }
   if (CURT_UNLIKELY(status != cudaSuccess))

@@ -129,7 +129,7 @@ inline memory_location range_location(const void* pointer, std::size_t bytes,
   void* data[2] = {&type, &id};
   std::size_t sizes[2] = {sizeof type, sizeof id};
   cudaMemRangeAttribute attributes[2] = {type_attribute, id_attribute};
-  current_device_scope in_context(any_context);
+  current_device_scope in_context(any_context, pointer);
   cudaError_t status =
       cudaMemRangeGetAttributes(data, sizes, attributes, 2, pointer, bytes);
   if (CURT_UNLIKELY(status != cudaSuccess))
@@ -187,7 +187,7 @@ inline void advise(const void* pointer, std::size_t bytes, memory_advice advice,
                                 advice == memory_advice::unset_preferred_location;
   if (location_ignored && location.is_none())
     native = memory_location::host().native();  // ignored, but must be valid
-  detail::current_device_scope in_context(detail::any_context);
+  detail::current_device_scope in_context(detail::any_context, pointer);
   cudaError_t status =
       cudaMemAdvise(pointer, bytes, static_cast<cudaMemoryAdvise>(advice), native);
   if (CURT_UNLIKELY(status != cudaSuccess))
@@ -207,7 +207,7 @@ void advise(const Range& range, memory_advice advice, memory_location location =
 /// Whether the whole range has read-mostly advice.
 inline bool is_read_mostly(const void* pointer, std::size_t bytes) {
   int value = 0;
-  detail::current_device_scope in_context(detail::any_context);
+  detail::current_device_scope in_context(detail::any_context, pointer);
   cudaError_t status = cudaMemRangeGetAttribute(&value, sizeof value,
                                                 cudaMemRangeAttributeReadMostly, pointer, bytes);
   if (CURT_UNLIKELY(status != cudaSuccess))
@@ -255,7 +255,7 @@ memory_location last_prefetch_location(const Range& range) {
 inline location_list accessed_by(const void* pointer, std::size_t bytes) {
   std::size_t capacity = static_cast<std::size_t>(device_count()) + 1;  // every device and the host
   std::unique_ptr<int[]> ids(new int[capacity]);
-  detail::current_device_scope in_context(detail::any_context);
+  detail::current_device_scope in_context(detail::any_context, pointer);
   cudaError_t status = cudaMemRangeGetAttribute(ids.get(), capacity * sizeof(int),
                                                 cudaMemRangeAttributeAccessedBy, pointer, bytes);
   if (CURT_UNLIKELY(status != cudaSuccess))

@@ -25,8 +25,10 @@
 #include <curt/graph_capture.hpp>
 #include <curt/launch.hpp>
 #include <curt/memory.hpp>
+#include <curt/memory_pool.hpp>
 #include <curt/occupancy.hpp>
 #include <curt/stream.hpp>
+#include <curt/unified_memory.hpp>
 
 #include <chrono>
 #include <cstring>
@@ -570,12 +572,14 @@ void in_user_context(CUcontext context, Body body) {
 // of a user's context U stands for a stream of another device (one GPU is enough): work on it
 // from a thread with no context must run in U and never wake device 0's primary context, idle,
 // captured or refused. A capture whose work invalidated it is still ended, a timer's events are
-// destroyed in U, and a refused graph launch is explained in U. Before the fixes a stream whose
-// capture was invalidated (cuStreamGetCtx fails then) was taken for a default stream (curt pushed
-// the runtime device's primary context, which the failing call made active: on two GPUs device
-// 0's, for a stream of device 1), every error thrown read the driver log through the runtime
-// (which made device 0's primary context current), and graph launch failures were explained in
-// the runtime device's context.
+// destroyed in U, a refused graph launch is explained in U, memory queries run in the memory's
+// context, and graphs, executable graphs and pools are destroyed through the driver. Before the
+// fixes a stream whose capture was invalidated (cuStreamGetCtx fails then) was taken for a
+// default stream (curt pushed the runtime device's primary context, which the failing call made
+// active: on two GPUs device 0's, for a stream of device 1), every error thrown read the driver
+// log through the runtime (which made device 0's primary context current), graph launch
+// failures were explained in the runtime device's context, and memory queries and destructors
+// took the runtime device's primary context when no primary context was active.
 TEST_CASE("work on a stream of a context that is not current (child)", "[.][other-context-child]") {
   REQUIRE_FALSE(curt_test::primary_active(0));  // the premise: main() made no context
   curt_test::user_context mine(0);  // current now
@@ -753,6 +757,47 @@ TEST_CASE("work on a stream of a context that is not current (child)", "[.][othe
       CHECK(cudaFree(allocated) == cudaSuccess);
       exec.reset();
     });
+  }
+
+  // 7. Queries about memory run in the memory's own context; graphs, executable graphs and pools
+  // are destroyed through the driver, which needs none. (With no primary context active, any
+  // other context curt could pick would be one it makes.)
+  {
+    int* managed = nullptr;
+    cudaGraph_t raw_graph = nullptr;
+    cudaGraphExec_t raw_exec = nullptr;
+    std::optional<curt::graph> graph;
+    std::optional<curt::graph_exec> exec;
+    std::optional<curt::memory_pool> host_pool;
+    in_user_context(mine.get(), [&] {
+      REQUIRE(cudaMallocManaged(&managed, bytes) == cudaSuccess);
+      REQUIRE(cudaGraphCreate(&raw_graph, 0) == cudaSuccess);
+      cudaGraphNode_t node = nullptr;
+      REQUIRE(cudaGraphAddEmptyNode(&node, raw_graph, nullptr, 0) == cudaSuccess);
+      REQUIRE(cudaGraphInstantiate(&raw_exec, raw_graph, 0) == cudaSuccess);
+      graph.emplace(curt::graph::from_native_handle(raw_graph));
+      exec.emplace(curt::graph_exec::from_native_handle(raw_exec));
+      host_pool.emplace(curt::memory_pool_properties::pinned_host());
+    });
+    on_fresh_thread([&] {
+      CHECK(curt::pointer_attributes(a).kind == curt::memory_kind::device);
+      after("pointer_attributes(device memory)");
+      curt::advise(managed, bytes, curt::memory_advice::set_read_mostly,
+                   curt::memory_location::none());
+      after("advise(managed memory)");
+      CHECK(curt::is_read_mostly(managed, bytes));
+      after("is_read_mostly(managed memory)");
+      CHECK(curt::pointer_attributes(managed).kind == curt::memory_kind::managed);
+      after("pointer_attributes(managed memory)");
+      exec.reset();
+      after("destroying an executable graph");
+      graph.reset();
+      after("destroying a graph");
+      host_pool.reset();
+      after("destroying a pool of pinned host memory");
+    });
+    in_user_context(mine.get(), [&] { CHECK(cudaFree(managed) == cudaSuccess); });
+    CHECK(reports.count.load() == 0);
   }
 
   in_user_context(mine.get(), [&] {

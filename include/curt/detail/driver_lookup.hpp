@@ -55,6 +55,14 @@ using cuCtxGetId_v12000 = int(CURT_DETAIL_DRIVER_API*)(CUcontext context,
 using cuEventRecord_v2000 = int(CURT_DETAIL_DRIVER_API*)(cudaEvent_t event, CUstream stream);
 using cuStreamWaitEvent_v3020 = int(CURT_DETAIL_DRIVER_API*)(CUstream stream, cudaEvent_t event,
                                                               unsigned flags);
+// attribute: a CUpointer_attribute (an enum, passed as an int); pointer: a CUdeviceptr.
+using cuPointerGetAttribute_v4000 = int(CURT_DETAIL_DRIVER_API*)(void* data, int attribute,
+                                                                  unsigned long long pointer);
+inline constexpr int pointer_attribute_context = 1;         // CU_POINTER_ATTRIBUTE_CONTEXT
+inline constexpr int pointer_attribute_device_ordinal = 9;  // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+using cuGraphDestroy_v10000 = int(CURT_DETAIL_DRIVER_API*)(cudaGraph_t graph);
+using cuGraphExecDestroy_v10000 = int(CURT_DETAIL_DRIVER_API*)(cudaGraphExec_t exec);
+using cuMemPoolDestroy_v11020 = int(CURT_DETAIL_DRIVER_API*)(cudaMemPool_t pool);
 using cuLogsCurrent_v12090 = int(CURT_DETAIL_DRIVER_API*)(unsigned* iterator, unsigned flags);
 using cuLogsDumpToMemory_v12090 = int(CURT_DETAIL_DRIVER_API*)(unsigned* iterator, char* buffer,
                                                                 std::size_t* size, unsigned flags);

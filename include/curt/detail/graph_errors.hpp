@@ -178,6 +178,20 @@ CURT_COLD auto diagnose(Describe describe, cudaStream_t stream = nullptr) -> dec
   return result;
 }
 
+// diagnose() for a call that ran in any context (graph queries, clone, update): in a primary
+// context that is active already, where one is (current_device_scope's any_context).
+template <class Describe>
+CURT_COLD auto diagnose(Describe describe, any_context_t) -> decltype(describe()) {
+  decltype(describe()) result{};
+  try {
+    current_device_scope in_context(any_context);
+    result = describe();
+  } catch (const cuda_error&) {
+  }
+  (void)cudaGetLastError();
+  return result;
+}
+
 // "kernel node 0x... (saxpy(float, float const*, float*, int))".
 CURT_COLD inline std::string describe_node(cudaGraphNode_t node) {
   if (node == nullptr) return {};
@@ -301,14 +315,17 @@ CURT_COLD inline std::string describe_single_exec(const single_exec_nodes& nodes
                                                     const char* file, int line) {
   std::string log = take_driver_log();
   (void)cudaGetLastError();
-  std::string why = diagnose([&] {
-    std::size_t unclonable = count_nodes(
-        graph, {cudaGraphNodeTypeMemAlloc, cudaGraphNodeTypeMemFree, cudaGraphNodeTypeConditional});
-    if (!unclonable) return std::string();
-    return "the graph holds " + std::to_string(unclonable) +
-           " memory allocation, memory free or conditional nodes, and CUDA cannot clone such a "
-           "graph: build or capture it again instead";
-  });
+  std::string why = diagnose(
+      [&] {
+        std::size_t unclonable =
+            count_nodes(graph, {cudaGraphNodeTypeMemAlloc, cudaGraphNodeTypeMemFree,
+                                cudaGraphNodeTypeConditional});
+        if (!unclonable) return std::string();
+        return "the graph holds " + std::to_string(unclonable) +
+               " memory allocation, memory free or conditional nodes, and CUDA cannot clone "
+               "such a graph: build or capture it again instead";
+      },
+      any_context);  // as the clone ran
   throw_error_with_log(make_error_code(status), "cudaGraphClone(graph)", location(file, line),
                        std::move(why), std::move(log));
 }
