@@ -531,21 +531,29 @@ class current_device_scope {
 // no context needs in order to end that capture, or to ask about it. Consulted only then.
 class capturing_streams {
  public:
-  void add(cudaStream_t stream, CUcontext context) {
+  /// False when the stream had an entry already (a capture of its own, which a refused second
+  /// begin must not remove).
+  bool add(cudaStream_t stream, CUcontext context) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& entry : entries_)
       if (entry.first == stream) {
         entry.second = context;
-        return;
+        return false;
       }
     entries_.emplace_back(stream, context);
+    size_.store(entries_.size(), order::relaxed);
+    return true;
   }
+  /// Also when the stream is destroyed (one relaxed load when no capture is kept): its handle
+  /// may name another stream later.
   void remove(cudaStream_t stream) noexcept {
+    if (CURT_LIKELY(size_.load(order::relaxed) == 0)) return;
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& entry : entries_)
       if (entry.first == stream) {
         entry = entries_.back();
         entries_.pop_back();
+        size_.store(entries_.size(), order::relaxed);
         return;
       }
   }
@@ -559,11 +567,19 @@ class capturing_streams {
  private:
   mutable std::mutex mutex_;
   std::vector<std::pair<cudaStream_t, CUcontext>> entries_;
+  atomic<std::size_t> size_{0};
 };
 
 inline capturing_streams& capture_contexts() {
   static capturing_streams* table = new capturing_streams;  // never destroyed: used at exit
   return *table;
+}
+
+/// The stream's context, as stream_context_scope finds it: also for a capture curt began and
+/// that was invalidated since. Null when it cannot be told.
+inline CUcontext known_stream_context(cudaStream_t stream) {
+  CUcontext context = stream_context(stream);
+  return context ? context : capture_contexts().find(stream);
 }
 
 /// On a thread with no current context, a runtime call on a stream would first make the current

@@ -328,6 +328,8 @@ CURT_COLD inline void report_error(std::error_code code, const char* call, const
     // While the process exits the runtime may already be gone and has freed everything itself.
     if (code.value() == cudaErrorCudartUnloading) return;
     (void)cudaGetLastError();
+  } else if (code.value() == 4) {  // CUDA_ERROR_DEINITIALIZED: the driver is gone, the same case
+    return;
   }
   if (cuda_error::is_sticky(code) && sticky_reported().exchange(true)) return;
   try {
@@ -355,6 +357,18 @@ inline void check_driver_noexcept(int status, const char* call, const char* file
 template <class E, std::enable_if_t<is_driver_status<E>::value, int> = 0>
 void check_noexcept(E status, const char* call, const char* file, int line) noexcept {
   check_driver_noexcept(static_cast<int>(status), call, file, line);
+}
+/// For destructors that call the driver, which destroys graphs and pools without a current
+/// context (and makes none): `destroy` looks its function up and calls it; a failure, or a
+/// lookup that fails (the runtime unloading at exit), goes through report_error.
+template <class Destroy>
+void destroy_through_driver(Destroy destroy, const char* call, const char* file,
+                            int line) noexcept {
+  try {
+    check_driver_noexcept(destroy(), call, file, line);
+  } catch (const cuda_error& error) {
+    report_error(error.code(), call, file, line);
+  }
 }
 
 }  // namespace detail

@@ -424,13 +424,10 @@ class graph : public graph_ref {
       return;
     }
     detail::forget_conditional_bodies(handle_);  // its conditional nodes' bodies die with it
-    try {  // through the driver, which needs no current context (nor makes one) for it
-      detail::check_driver_noexcept(
-          CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuGraphDestroy, 10000)(handle_),
-          "cuGraphDestroy(graph)", __FILE__, __LINE__);
-    } catch (const cuda_error& error) {  // the driver lacks the function
-      detail::handle_error(error);
-    }
+    const cudaGraph_t h = handle_;
+    detail::destroy_through_driver(
+        [h] { return CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuGraphDestroy, 10000)(h); },
+        "cuGraphDestroy(graph)", __FILE__, __LINE__);
     handle_ = detail::state_handle<cudaGraph_t>(detail::handle_state::empty);
   }
 };
@@ -611,13 +608,10 @@ class graph_exec : public graph_exec_ref {
   void destroy() noexcept {
     if (detail::is_state_handle(handle_)) return;
     detail::updated_exec_table().forget(handle_);
-    try {  // through the driver, which needs no current context (nor makes one) for it
-      detail::check_driver_noexcept(
-          CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuGraphExecDestroy, 10000)(handle_),
-          "cuGraphExecDestroy(exec)", __FILE__, __LINE__);
-    } catch (const cuda_error& error) {  // the driver lacks the function
-      detail::handle_error(error);
-    }
+    const cudaGraphExec_t h = handle_;
+    detail::destroy_through_driver(
+        [h] { return CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuGraphExecDestroy, 10000)(h); },
+        "cuGraphExecDestroy(exec)", __FILE__, __LINE__);
     handle_ = detail::state_handle<cudaGraphExec_t>(detail::handle_state::empty);
   }
 };

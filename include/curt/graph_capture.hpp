@@ -129,18 +129,18 @@ inline void begin_capture(cudaStream_t stream, capture_mode mode, cudaGraph_t ta
                           const cudaGraphNode_t* nodes, const cudaGraphEdgeData* data,
                           std::size_t count) {
   cudaError_t status;
-  CUcontext context = nullptr;
+  bool added = false;
   {
     stream_context_scope in_context(stream);
     // Kept until the end: an invalidated capture hides the stream's context from the driver.
-    context = stream_context(stream);
-    if (context) capture_contexts().add(stream, context);
+    if (CUcontext context = stream_context(stream))
+      added = capture_contexts().add(stream, context);
     auto native_mode = static_cast<cudaStreamCaptureMode>(mode);
     status = target ? cudaStreamBeginCaptureToGraph(stream, target, nodes, data, count, native_mode)
                     : cudaStreamBeginCapture(stream, native_mode);
   }
   if (CURT_LIKELY(status == cudaSuccess)) return;
-  if (context) capture_contexts().remove(stream);
+  if (added) capture_contexts().remove(stream);  // not the entry of a capture running already
   std::string log = take_driver_log();
   (void)cudaGetLastError();
   std::string why = describe_capture_begin_failure(stream);

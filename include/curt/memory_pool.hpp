@@ -811,13 +811,10 @@ class memory_pool : public memory_pool_ref {
   }
   void destroy() noexcept {
     if (detail::is_state_handle(handle_)) return;
-    try {  // through the driver, which needs no current context (nor makes one) for it
-      detail::check_driver_noexcept(
-          CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuMemPoolDestroy, 11020)(handle_),
-          "cuMemPoolDestroy(pool)", __FILE__, __LINE__);
-    } catch (const cuda_error& error) {  // the driver lacks the function
-      detail::handle_error(error);
-    }
+    const cudaMemPool_t h = handle_;
+    detail::destroy_through_driver(
+        [h] { return CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuMemPoolDestroy, 11020)(h); },
+        "cuMemPoolDestroy(pool)", __FILE__, __LINE__);
     handle_ = detail::state_handle<cudaMemPool_t>(detail::handle_state::empty);
   }
 

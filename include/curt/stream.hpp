@@ -629,8 +629,9 @@ class stream : public stream_ref {
     detail::deferred().drain();
     // What the stream keeps alive (the green context it was made in), dropped once it is gone.
     detail::stream_hold held = detail::held_by_streams().take(handle_);
+    detail::capture_contexts().remove(handle_);  // a capture left unended: the handle is free
     try {
-      detail::stream_context_scope in_context(handle_);
+      detail::stream_context_scope in_context(handle_, context_);  // context_: null if unknown
       detail::host_errors().stream_destroyed(handle_);
       detail::check_noexcept(cudaStreamDestroy(handle_), "cudaStreamDestroy(stream)", __FILE__,
                              __LINE__);
@@ -665,11 +666,16 @@ class stream_timer {
   explicit stream_timer(stream&&) = delete;
   explicit stream_timer(stream_ref s)
       : stream_(s),
-        context_(detail::stream_context(s.get())),
+        context_(detail::known_stream_context(s.get())),
         start_(timing_event(s, context_)),
         stop_(timing_event(s, context_)) {
-    detail::stream_context_scope in_context(stream_.get());  // as launch and synchronize do
-    start_.record(stream_);
+    try {
+      detail::stream_context_scope in_context(stream_.get(), context_);  // as launch does
+      start_.record(stream_);
+    } catch (...) {
+      destroy_events();  // in their context, not by the members' destructors
+      throw;
+    }
   }
   /// Destroys its events in the stream's context, where they were made and recorded.
   ~stream_timer() { destroy_events(); }
@@ -691,20 +697,20 @@ class stream_timer {
   /// Records the stop event now (once; later calls keep the first) and returns at once.
   void record_stop() {
     if (stopped_) return;
-    detail::stream_context_scope in_context(stream_.get());
+    detail::stream_context_scope in_context(stream_.get(), context_);
     stop_.record(stream_);
     stopped_ = true;
   }
   /// True once the region's work is done (record_stop() first).
   bool ready() const {
     require_stopped("ready()");
-    detail::stream_context_scope in_context(stream_.get());
+    detail::stream_context_scope in_context(stream_.get(), context_);
     return stop_.ready();
   }
   /// The region's GPU time; waits for the region's work if it is not done yet.
   event_duration elapsed() const {
     require_stopped("elapsed()");
-    detail::stream_context_scope in_context(stream_.get());
+    detail::stream_context_scope in_context(stream_.get(), context_);
     stop_.synchronize();
     return curt::elapsed(start_, stop_);
   }
