@@ -131,8 +131,14 @@ sanitize() {
 #   inside its RING_LL kernels (multi_gpu's all-reduce; test_nccl's broadcast, 2,464 of them,
 #   after which the tool's abort of the kernel made NCCL fail "unspecified launch failure").
 #   memcheck and racecheck run them.
+# - racecheck on examples/graphs needs more host memory than the single-H200 machine has: it used
+#   126,130 of 128,887 MiB and was killed after about 240 s (alone, 2026-12-01); it passes on
+#   the two-H200 machine (256 GiB). Left out below 200 GiB of host memory.
 declare -A programs_left_out=([memcheck]="graphs" [synccheck]="graphs multi_gpu test_nccl test_nccl_gpu2"
                               [initcheck]="graphs multi_gpu test_nccl test_nccl_gpu2")
+if [ "$(awk '/MemTotal/ {print int($2 / 1048576)}' /proc/meminfo)" -lt 200 ]; then
+  programs_left_out[racecheck]="graphs"
+fi
 # sanitize_once_more TOOL EXE LOG: sanitize, and repeat once after a crash of the sanitizer. A
 # program whose every test is tagged [no-TOOL] (or a program listed above) is not run by that
 # tool: noted, not passed.
