@@ -426,7 +426,8 @@ class stream_ref {
                   __LINE__);
     return value;
   }
-  /// True while the stream is being captured into a graph.
+  /// True while the stream is being captured into a graph; false also in a capture that was
+  /// invalidated and not yet ended (curt::capture_info(stream).status tells the three apart).
   bool is_capturing() const {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     cudaStream_t h = native("is_capturing()");
