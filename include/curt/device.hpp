@@ -393,12 +393,65 @@ inline bool is_default_stream_handle(cudaStream_t stream) noexcept {
   return stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
 }
 
-// The driver context a stream belongs to; null when it cannot be told (a default stream on a
-// thread with no context).
-inline CUcontext stream_context(cudaStream_t stream) {
+// The contexts of the streams curt is capturing on, from begin to end. The driver cannot tell the
+// context of a stream whose capture was invalidated (cuStreamGetCtx fails), which a thread with
+// no context needs in order to end that capture, or to ask about it: stream_context() consults
+// this table then, and only then.
+class capturing_streams {
+ public:
+  /// False when the stream had an entry already (a capture of its own, which a refused second
+  /// begin must not remove).
+  bool add(cudaStream_t stream, CUcontext context) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& entry : entries_)
+      if (entry.first == stream) {
+        entry.second = context;
+        return false;
+      }
+    entries_.emplace_back(stream, context);
+    size_.store(entries_.size(), order::relaxed);
+    return true;
+  }
+  /// Also when the stream is destroyed (one relaxed load when no capture is kept): its handle
+  /// may name another stream later.
+  void remove(cudaStream_t stream) noexcept {
+    if (CURT_LIKELY(size_.load(order::relaxed) == 0)) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& entry : entries_)
+      if (entry.first == stream) {
+        entry = entries_.back();
+        entries_.pop_back();
+        size_.store(entries_.size(), order::relaxed);
+        return;
+      }
+  }
+  CUcontext find(cudaStream_t stream) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& entry : entries_)
+      if (entry.first == stream) return entry.second;
+    return nullptr;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::pair<cudaStream_t, CUcontext>> entries_;
+  atomic<std::size_t> size_{0};
+};
+
+inline capturing_streams& capture_contexts() {
+  static capturing_streams* table = new capturing_streams;  // never destroyed: used at exit
+  return *table;
+}
+
+// The driver context a stream belongs to, also in a capture curt began and that was invalidated
+// since; null when it cannot be told (a default stream on a thread with no context, another
+// stream in an invalidated capture), with the driver's code in *status.
+inline CUcontext stream_context(cudaStream_t stream, int* status = nullptr) {
   CUcontext context = nullptr;
-  if (CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetCtx, 9020)(stream, &context) != 0) return nullptr;
-  return context;
+  int result = CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetCtx, 9020)(stream, &context);
+  if (CURT_LIKELY(result == 0)) return context;
+  if (status) *status = result;
+  return capture_contexts().find(stream);
 }
 
 // A reference to a device's primary context, released at the end of its scope.
@@ -526,72 +579,16 @@ class current_device_scope {
   pushed_context pushed_;
 };
 
-// The contexts of the streams curt is capturing on, from begin to end. The driver cannot tell the
-// context of a stream whose capture was invalidated (cuStreamGetCtx fails), which a thread with
-// no context needs in order to end that capture, or to ask about it. Consulted only then.
-class capturing_streams {
- public:
-  /// False when the stream had an entry already (a capture of its own, which a refused second
-  /// begin must not remove).
-  bool add(cudaStream_t stream, CUcontext context) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& entry : entries_)
-      if (entry.first == stream) {
-        entry.second = context;
-        return false;
-      }
-    entries_.emplace_back(stream, context);
-    size_.store(entries_.size(), order::relaxed);
-    return true;
-  }
-  /// Also when the stream is destroyed (one relaxed load when no capture is kept): its handle
-  /// may name another stream later.
-  void remove(cudaStream_t stream) noexcept {
-    if (CURT_LIKELY(size_.load(order::relaxed) == 0)) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& entry : entries_)
-      if (entry.first == stream) {
-        entry = entries_.back();
-        entries_.pop_back();
-        size_.store(entries_.size(), order::relaxed);
-        return;
-      }
-  }
-  CUcontext find(cudaStream_t stream) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& entry : entries_)
-      if (entry.first == stream) return entry.second;
-    return nullptr;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<std::pair<cudaStream_t, CUcontext>> entries_;
-  atomic<std::size_t> size_{0};
-};
-
-inline capturing_streams& capture_contexts() {
-  static capturing_streams* table = new capturing_streams;  // never destroyed: used at exit
-  return *table;
-}
-
-/// The stream's context, as stream_context_scope finds it: also for a capture curt began and
-/// that was invalidated since. Null when it cannot be told.
-inline CUcontext known_stream_context(cudaStream_t stream) {
-  CUcontext context = stream_context(stream);
-  return context ? context : capture_contexts().find(stream);
-}
-
 /// On a thread with no current context, a runtime call on a stream would first make the current
 /// device's (device 0's) primary context current and leave it so: this makes the stream's own
 /// context current for the scope instead (for a default stream, which names no context, the
 /// runtime's current device's primary context, as the runtime would). One cuCtxGetCurrent when a
 /// context is current: that check is inline and the rest out of line, because it runs before
 /// every copy and memset, where the driver's own work is a microsecond or two.
-/// A created stream whose context the driver cannot tell (its capture was invalidated, its
-/// context is lost) is refused here with the driver's code, unless the context is known
-/// otherwise (a capture curt began, or `known`, learnt by the caller earlier): any context curt
-/// could pick instead might be another device's, which the failing call would then wake.
+/// A created stream whose context cannot be told (stream_context(): its capture was invalidated,
+/// and curt did not begin it; its context is lost), and for which the caller learnt none earlier
+/// (`known`), is refused here with the driver's code: any context curt could pick instead might
+/// be another device's, which the failing call would then wake.
 class stream_context_scope {
  public:
   explicit stream_context_scope(cudaStream_t stream, CUcontext known = nullptr) {
@@ -611,9 +608,8 @@ class stream_context_scope {
       default_stream_.enter(-1);  // the runtime's current device
       return;
     }
-    CUcontext context = nullptr;
-    int status = CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetCtx, 9020)(stream, &context);
-    if (CURT_UNLIKELY(status != 0)) context = capture_contexts().find(stream);
+    int status = 0;
+    CUcontext context = stream_context(stream, &status);
     if (CURT_UNLIKELY(context == nullptr)) throw_unknown_stream_context(status);
     pushed_.push(context);
   }

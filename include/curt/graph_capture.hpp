@@ -132,9 +132,11 @@ inline void begin_capture(cudaStream_t stream, capture_mode mode, cudaGraph_t ta
   bool added = false;
   {
     stream_context_scope in_context(stream);
-    // Kept until the end: an invalidated capture hides the stream's context from the driver.
-    if (CUcontext context = stream_context(stream))
-      added = capture_contexts().add(stream, context);
+    // Kept until the end: an invalidated capture hides the stream's context from the driver. (Not
+    // for the per-thread default stream: its handle names another stream on each thread.)
+    if (!is_default_stream_handle(stream))
+      if (CUcontext context = stream_context(stream))
+        added = capture_contexts().add(stream, context);
     auto native_mode = static_cast<cudaStreamCaptureMode>(mode);
     status = target ? cudaStreamBeginCaptureToGraph(stream, target, nodes, data, count, native_mode)
                     : cudaStreamBeginCapture(stream, native_mode);

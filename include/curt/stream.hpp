@@ -667,7 +667,7 @@ class stream_timer {
   explicit stream_timer(stream&&) = delete;
   explicit stream_timer(stream_ref s)
       : stream_(s),
-        context_(detail::known_stream_context(s.get())),
+        context_(detail::stream_context(s.get())),
         start_(timing_event(s, context_)),
         stop_(timing_event(s, context_)) {
     try {

@@ -157,39 +157,34 @@ CURT_COLD inline std::string describe_update_refusal(cudaGraphExecUpdateResult r
 
 // ---- descriptions that ask CUDA (cold paths only; failures leave no error behind) ---------------
 
-// Runs `describe`, a diagnosis that asks CUDA, as the calls it explains ran: on a thread with no
-// current context, in a context made current for it (the runtime's current device's primary
-// context, or `stream`'s), popped afterwards. If no context can be made current, the result is
-// value-initialized (no diagnosis); no error is left behind either way.
-template <class Describe>
-CURT_COLD auto diagnose(Describe describe, cudaStream_t stream = nullptr) -> decltype(describe()) {
+// Runs `describe`, a diagnosis that asks CUDA, with a `Scope` made of `where` alive: on a thread
+// with no current context, the context the calls it explains ran in, popped afterwards. If no
+// context can be made current, the result is value-initialized (no diagnosis); no error is left
+// behind either way.
+template <class Scope, class Describe, class Where>
+CURT_COLD auto diagnose_in(Describe& describe, Where where) -> decltype(describe()) {
   decltype(describe()) result{};
   try {
-    if (stream) {
-      stream_context_scope in_context(stream);
-      result = describe();
-    } else {
-      current_device_scope in_context;
-      result = describe();
-    }
+    Scope in_context(where);
+    result = describe();
   } catch (const cuda_error&) {
   }
   (void)cudaGetLastError();
   return result;
 }
 
-// diagnose() for a call that ran in any context (graph queries, clone, update): in a primary
-// context that is active already, where one is (current_device_scope's any_context).
+// In `stream`'s context, or without one in the runtime's current device's primary context.
+template <class Describe>
+CURT_COLD auto diagnose(Describe describe, cudaStream_t stream = nullptr) -> decltype(describe()) {
+  if (stream) return diagnose_in<stream_context_scope>(describe, stream);
+  return diagnose_in<current_device_scope>(describe, -1);
+}
+
+// For a call that ran in any context (graph queries, clone, update): in a primary context that
+// is active already, where one is (current_device_scope's any_context).
 template <class Describe>
 CURT_COLD auto diagnose(Describe describe, any_context_t) -> decltype(describe()) {
-  decltype(describe()) result{};
-  try {
-    current_device_scope in_context(any_context);
-    result = describe();
-  } catch (const cuda_error&) {
-  }
-  (void)cudaGetLastError();
-  return result;
+  return diagnose_in<current_device_scope>(describe, any_context);
 }
 
 // "kernel node 0x... (saxpy(float, float const*, float*, int))".
