@@ -440,7 +440,8 @@ class copy_batch {
       return submit_captured(handle);
     std::size_t failed = SIZE_MAX;
     // The driver's arrays are inputs; its prototype lacks the const.
-    CUresult status = CURT_DRIVER_FUNCTION(cuMemcpyBatchAsync, 12080)(
+    CUresult status = CURT_DETAIL_DRIVER_LOOKUP(PFN_cuMemcpyBatchAsync_v12080,
+                                                "cuMemcpyBatchAsync", 12080)(
         const_cast<CUdeviceptr*>(destinations_.data()), const_cast<CUdeviceptr*>(sources_.data()),
         const_cast<std::size_t*>(sizes_.data()), sizes_.size(),
         reinterpret_cast<CUmemcpyAttributes_v1*>(const_cast<cudaMemcpyAttributes*>(attributes_.data())),
@@ -668,7 +669,8 @@ class copy_3d_batch {
     if (detail::batch_capture_status(handle, call) != cudaStreamCaptureStatusNone)
       return submit_captured(handle);
     std::size_t failed = SIZE_MAX;
-    CUresult status = CURT_DRIVER_FUNCTION(cuMemcpy3DBatchAsync, 12080)(
+    CUresult status = CURT_DETAIL_DRIVER_LOOKUP(PFN_cuMemcpy3DBatchAsync_v12080,
+                                                "cuMemcpy3DBatchAsync", 12080)(
         operations_.size(),
         const_cast<CUDA_MEMCPY3D_BATCH_OP_v1*>(
             reinterpret_cast<const CUDA_MEMCPY3D_BATCH_OP_v1*>(operations_.data())),

@@ -268,8 +268,8 @@ void fill(Dst&& dst, const detail::range_value_t<Dst>& value, stream_ref stream)
       if (aligned) {
         unsigned short pattern = 0;
         std::memcpy(&pattern, bytes, 2);
-        detail::check(CURT_DETAIL_DRIVER_LOOKUP_LEGACY_STREAM(PFN_cuMemsetD16Async_v3020,
-                                                              "cuMemsetD16Async", 3020)(
+        detail::check(CURT_DETAIL_DRIVER_LOOKUP(PFN_cuMemsetD16Async_v3020,
+                                                "cuMemsetD16Async", 3020)(
                           target, pattern, n, driver_stream),
                       "cuMemsetD16Async", __FILE__, __LINE__);
         return;
@@ -278,8 +278,8 @@ void fill(Dst&& dst, const detail::range_value_t<Dst>& value, stream_ref stream)
       if (aligned) {
         unsigned int pattern = 0;
         std::memcpy(&pattern, bytes, 4);
-        detail::check(CURT_DETAIL_DRIVER_LOOKUP_LEGACY_STREAM(PFN_cuMemsetD32Async_v3020,
-                                                              "cuMemsetD32Async", 3020)(
+        detail::check(CURT_DETAIL_DRIVER_LOOKUP(PFN_cuMemsetD32Async_v3020,
+                                                "cuMemsetD32Async", 3020)(
                           target, pattern, n, driver_stream),
                       "cuMemsetD32Async", __FILE__, __LINE__);
         return;

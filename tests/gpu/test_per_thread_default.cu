@@ -6,6 +6,7 @@
 #include <expect.hpp>
 #include <spin.cuh>
 #include <curt/copy.hpp>
+#include <curt/detail/driver.hpp>
 #include <curt/memory.hpp>
 #include <curt/stream.hpp>
 #include <algorithm>
@@ -63,6 +64,23 @@ void check_order(curt::stream_ref producer, curt::stream_ref consumer, Order ord
 }
 
 }  // namespace
+
+namespace curt_test {
+unsigned long long default_stream_id_through_driver_in_legacy_unit();  // the legacy unit's
+}
+
+// The two units' lookups go through one inline function (find_driver_function): the flavour each
+// unit means by a handle of 0 must come from the unit, not from whichever copy the linker kept.
+TEST_CASE("a handle of 0 given to CURT_DRIVER_CALL is the default stream of the calling unit") {
+  REQUIRE(cudaFree(nullptr) == cudaSuccess);  // device 0's primary context, current
+  unsigned long long per_thread = 0, legacy = 0, here = 0;
+  REQUIRE(cudaStreamGetId(cudaStreamPerThread, &per_thread) == cudaSuccess);
+  REQUIRE(cudaStreamGetId(cudaStreamLegacy, &legacy) == cudaSuccess);
+  REQUIRE(per_thread != legacy);
+  CURT_DRIVER_CALL(cuStreamGetId, 12000, nullptr, &here);
+  CHECK(here == per_thread);
+  CHECK(curt_test::default_stream_id_through_driver_in_legacy_unit() == legacy);
+}
 
 TEST_CASE("in a per-thread unit, wait(stream) between created streams orders the work") {
   REQUIRE(cudaSetDevice(0) == cudaSuccess);

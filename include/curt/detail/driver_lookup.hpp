@@ -68,7 +68,29 @@ using cuLogsDumpToMemory_v12090 = int(CURT_DETAIL_DRIVER_API*)(unsigned* iterato
                                                                 std::size_t* size, unsigned flags);
 }  // namespace curt::detail::driver_fn
 
+// The runtime's lookup, under one name in every translation unit. <cuda_runtime_api.h> renames
+// cudaGetDriverEntryPointByVersion to this, its per-thread flavour, in units built with
+// --default-stream per-thread, so an inline function calling it by its usual name would differ
+// between units (and the linker keep one of them). The two differ only in what cudaEnableDefault
+// means; curt never passes that, but names the flavour it wants.
+extern "C" __host__ cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion_ptsz(
+    const char* symbol, void** function, unsigned int cuda_version, unsigned long long flags,
+    cudaDriverEntryPointQueryResult* status);
+
+/// The stream flavour a handle of 0 means in the including translation unit, for the public
+/// lookups (CURT_DRIVER_FUNCTION, CURT_DRIVER_CALL), which expand in the user's code.
+#define CURT_DETAIL_UNIT_STREAM_FLAVOUR                                    \
+  (CURT_DETAIL_PER_THREAD_DEFAULT_STREAM ? cudaEnablePerThreadDefaultStream \
+                                         : cudaEnableLegacyStream)
+
 namespace curt::detail {
+
+inline cudaError_t driver_entry_point(const char* symbol, void** function, int cuda_version,
+                                      unsigned long long flavour,
+                                      cudaDriverEntryPointQueryResult* found) noexcept {
+  return cudaGetDriverEntryPointByVersion_ptsz(symbol, function,
+                                               static_cast<unsigned>(cuda_version), flavour, found);
+}
 
 inline std::string version_text(int encoded) {
   return std::to_string(encoded / 1000) + "." + std::to_string(encoded % 1000 / 10);
@@ -76,11 +98,11 @@ inline std::string version_text(int encoded) {
 
 /// Looks a driver function up by name and ABI version; throws a cuda_error that names the
 /// function and the version when the driver lacks it. (Not a template, so its body is compiled
-/// once per translation unit, not once per function type.) With cudaEnableDefault, a unit built
-/// with --default-stream per-thread gets the per-thread (_ptsz) flavour, which older ABIs lack;
-/// cudaEnableLegacyStream gets the same function in every unit.
+/// once per translation unit, not once per function type.) `flavour`: cudaEnableLegacyStream
+/// (a stream handle of 0 means the legacy default stream; every function at any ABI version) or
+/// cudaEnablePerThreadDefaultStream (0 means the per-thread stream; older ABIs lack those).
 inline void* find_driver_function(const char* symbol, int cuda_version,
-                                  unsigned long long flags = cudaEnableDefault) {
+                                  unsigned long long flavour = cudaEnableLegacyStream) {
   std::string call = std::string("cudaGetDriverEntryPointByVersion(\"") + symbol + "\", " +
                      version_text(cuda_version) + ")";
   int driver = 0;
@@ -92,8 +114,7 @@ inline void* find_driver_function(const char* symbol, int cuda_version,
                      location(__FILE__, __LINE__));
   void* function = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  cudaError_t status = cudaGetDriverEntryPointByVersion(
-      symbol, &function, static_cast<unsigned>(cuda_version), flags, &found);
+  cudaError_t status = driver_entry_point(symbol, &function, cuda_version, flavour, &found);
   if (status != cudaSuccess) throw_error(status, call, __FILE__, __LINE__);
   if (found == cudaDriverEntryPointSuccess && function) return function;
   if (found == cudaDriverEntryPointVersionNotSufficent)
@@ -137,38 +158,36 @@ inline std::string driver_category_impl::message(int code) const {
 
 // <cuda.h> #defines many driver symbols to versioned names (cuDeviceGetUuid -> ..._v2), so the
 // public macros paste and stringize `name` themselves and hand only the results on.
-#define CURT_DETAIL_DRIVER_LOOKUP(type, symbol, version)                           \
-  ([]() -> type {                                                                 \
-    static const auto curt_function_ =                                            \
-        reinterpret_cast<type>(::curt::detail::find_driver_function(symbol, version)); \
-    return curt_function_;                                                        \
+// curt's own lookups take the legacy-stream flavour: curt never passes a stream handle of 0 (it
+// passes cudaStreamLegacy or cudaStreamPerThread explicitly), so one function serves every
+// translation unit, built per-thread or not, and is found at any ABI version.
+#define CURT_DETAIL_DRIVER_LOOKUP_FLAVOUR(type, symbol, version, flavour) \
+  ([]() -> type {                                                        \
+    static const auto curt_function_ = reinterpret_cast<type>(           \
+        ::curt::detail::find_driver_function(symbol, version, flavour)); \
+    return curt_function_;                                               \
   }())
-
-// The legacy-stream flavour, for curt's calls that never pass a stream handle of 0 (they pass
-// cudaStreamLegacy or cudaStreamPerThread explicitly): one function in every translation unit,
-// built per-thread or not, and found at any ABI version.
-#define CURT_DETAIL_DRIVER_LOOKUP_LEGACY_STREAM(type, symbol, version)                    \
-  ([]() -> type {                                                                        \
-    static const auto curt_function_ = reinterpret_cast<type>(                           \
-        ::curt::detail::find_driver_function(symbol, version, cudaEnableLegacyStream));  \
-    return curt_function_;                                                               \
-  }())
+#define CURT_DETAIL_DRIVER_LOOKUP(type, symbol, version) \
+  CURT_DETAIL_DRIVER_LOOKUP_FLAVOUR(type, symbol, version, cudaEnableLegacyStream)
 
 /// The driver function `name` with the ABI of CUDA `version` (the suffix of its PFN_ typedef in
-/// <cudaTypedefs.h>), looked up once per call site.
-#define CURT_DRIVER_FUNCTION(name, version) \
-  CURT_DETAIL_DRIVER_LOOKUP(PFN_##name##_v##version, #name, version)
+/// <cudaTypedefs.h>), looked up once per call site; a stream handle of 0 means the default
+/// stream of the calling translation unit (per-thread under --default-stream per-thread).
+#define CURT_DRIVER_FUNCTION(name, version)                                  \
+  CURT_DETAIL_DRIVER_LOOKUP_FLAVOUR(PFN_##name##_v##version, #name, version, \
+                                    CURT_DETAIL_UNIT_STREAM_FLAVOUR)
 
-/// Calls a driver function and throws curt::cuda_error (driver_category) when it fails.
-#define CURT_DRIVER_CALL(name, version, ...)                                              \
-  ::curt::detail::check(                                                                \
-      CURT_DETAIL_DRIVER_LOOKUP(PFN_##name##_v##version, #name, version)(__VA_ARGS__),  \
+/// Calls a driver function and throws curt::cuda_error (driver_category) when it fails. (`name`
+/// is pasted here, not handed to CURT_DRIVER_FUNCTION: <cuda.h> #defines many driver names.)
+#define CURT_DRIVER_CALL(name, version, ...)                                                \
+  ::curt::detail::check(                                                                    \
+      CURT_DETAIL_DRIVER_LOOKUP_FLAVOUR(PFN_##name##_v##version, #name, version,            \
+                                        CURT_DETAIL_UNIT_STREAM_FLAVOUR)(__VA_ARGS__),      \
       #name, __FILE__, __LINE__)
 
 // curt's own calls, typed by curt::detail::driver_fn (an int result): no <cuda.h> needed.
-#define CURT_DETAIL_DRIVER_STREAM_FUNCTION(name, version)                                 \
-  CURT_DETAIL_DRIVER_LOOKUP_LEGACY_STREAM(::curt::detail::driver_fn::name##_v##version, #name, \
-                                          version)
+#define CURT_DETAIL_DRIVER_STREAM_FUNCTION(name, version) \
+  CURT_DETAIL_DRIVER_LOOKUP(::curt::detail::driver_fn::name##_v##version, #name, version)
 #define CURT_DETAIL_DRIVER_FUNCTION(name, version) \
   CURT_DETAIL_DRIVER_LOOKUP(::curt::detail::driver_fn::name##_v##version, #name, version)
 #define CURT_DETAIL_DRIVER_CALL(name, version, ...)                                       \
@@ -183,8 +202,8 @@ namespace curt::detail {
 inline void* driver_function_or_null(const char* symbol, int cuda_version) noexcept {
   void* function = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  if (cudaGetDriverEntryPointByVersion(symbol, &function, static_cast<unsigned>(cuda_version),
-                                       cudaEnableLegacyStream, &found) != cudaSuccess) {
+  if (driver_entry_point(symbol, &function, cuda_version, cudaEnableLegacyStream, &found) !=
+      cudaSuccess) {
     (void)cudaGetLastError();
     return nullptr;
   }
