@@ -393,48 +393,79 @@ inline bool is_default_stream_handle(cudaStream_t stream) noexcept {
   return stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
 }
 
-// The contexts of the streams curt is capturing on, from begin to end. The driver cannot tell the
-// context of a stream whose capture was invalidated (cuStreamGetCtx fails), which a thread with
-// no context needs in order to end that capture, or to ask about it: stream_context() consults
-// this table then, and only then.
+// The contexts of the streams curt is capturing on, from begin to end, and of the streams that
+// joined those captures through stream.wait(stream) (forks). The driver cannot tell the context
+// of a stream whose capture was invalidated (cuStreamGetCtx fails), which a thread with no
+// context needs in order to end that capture, to join its forks, or to ask about it:
+// stream_context() consults this table then, and only then.
 class capturing_streams {
  public:
   /// False when the stream had an entry already (a capture of its own, which a refused second
   /// begin must not remove).
   bool add(cudaStream_t stream, CUcontext context) {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& entry : entries_)
-      if (entry.first == stream) {
-        entry.second = context;
+    for (auto& e : entries_)
+      if (e.stream == stream) {
+        e.context = context;
         return false;
       }
-    entries_.emplace_back(stream, context);
+    entries_.push_back({stream, context, stream});
     size_.store(entries_.size(), order::relaxed);
     return true;
   }
-  /// Also when the stream is destroyed (one relaxed load when no capture is kept): its handle
-  /// may name another stream later.
+  /// After `waiting` waited on `source`: if source is in a capture kept here, `waiting` joined it.
+  /// One relaxed load while no capture is kept (a capture the caller's fork is about was
+  /// registered before the fork, in the caller's own order).
+  void note_wait(cudaStream_t waiting, cudaStream_t source) {
+    if (CURT_LIKELY(size_.load(order::relaxed) == 0)) return;
+    note_fork(waiting, source);
+  }
+  /// Removes the stream's entry and, when it began a capture, those of the streams that joined
+  /// it (the capture is over). Also when the stream is destroyed (one relaxed load when no
+  /// capture is kept): its handle may name another stream later.
   void remove(cudaStream_t stream) noexcept {
     if (CURT_LIKELY(size_.load(order::relaxed) == 0)) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& entry : entries_)
-      if (entry.first == stream) {
-        entry = entries_.back();
+    for (std::size_t i = 0; i < entries_.size();) {
+      if (entries_[i].stream == stream || entries_[i].origin == stream) {
+        entries_[i] = entries_.back();
         entries_.pop_back();
-        size_.store(entries_.size(), order::relaxed);
-        return;
+      } else {
+        ++i;
       }
+    }
+    size_.store(entries_.size(), order::relaxed);
   }
   CUcontext find(cudaStream_t stream) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& entry : entries_)
-      if (entry.first == stream) return entry.second;
+    for (const auto& e : entries_)
+      if (e.stream == stream) return e.context;
     return nullptr;
   }
 
  private:
+  struct entry {
+    cudaStream_t stream;
+    CUcontext context;
+    cudaStream_t origin;  // the stream that began the capture (itself, for that one)
+  };
+  CURT_COLD void note_fork(cudaStream_t waiting, cudaStream_t source) {
+    if (is_default_stream_handle(waiting)) return;  // it names another stream on each thread
+    CUcontext context = nullptr;  // the capture is active: the driver tells it
+    if (CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetCtx, 9020)(waiting, &context) != 0) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    cudaStream_t origin = nullptr;
+    for (const auto& e : entries_) {
+      if (e.stream == waiting) return;  // its own capture, or a fork known already
+      if (e.stream == source) origin = e.origin;
+    }
+    if (origin == nullptr) return;
+    entries_.push_back({waiting, context, origin});
+    size_.store(entries_.size(), order::relaxed);
+  }
+
   mutable std::mutex mutex_;
-  std::vector<std::pair<cudaStream_t, CUcontext>> entries_;
+  std::vector<entry> entries_;
   atomic<std::size_t> size_{0};
 };
 

@@ -320,18 +320,25 @@ inline atomic<bool>& sticky_reported() noexcept {
   return reported;
 }
 
-/// For destructors: never throws; hands a failure to the error handler. Once the context is
-/// lost, only the first such failure is reported: every destructor after it fails the same way.
+// Whether a destructor's failure with `code` goes unreported: while the process exits the
+// runtime (cudaErrorCudartUnloading) or the driver (CUDA_ERROR_DEINITIALIZED) may be gone already,
+// having freed everything itself; and once the context is lost, every destructor after the
+// first fails the same way.
+inline bool quiet_in_destructor(const std::error_code& code) noexcept {
+  if (code.category() == runtime_category()) {
+    if (code.value() == cudaErrorCudartUnloading) return true;
+    (void)cudaGetLastError();
+  } else if (code.category() == driver_category() && code.value() == 4) {
+    return true;
+  }
+  return cuda_error::is_sticky(code) && sticky_reported().exchange(true);
+}
+
+/// For destructors: never throws; hands a failure to the error handler (unless
+/// quiet_in_destructor: at exit, and after the first report of a lost context).
 CURT_COLD inline void report_error(std::error_code code, const char* call, const char* file,
                                    int line) noexcept {
-  if (code.category() == runtime_category()) {
-    // While the process exits the runtime may already be gone and has freed everything itself.
-    if (code.value() == cudaErrorCudartUnloading) return;
-    (void)cudaGetLastError();
-  } else if (code.value() == 4) {  // CUDA_ERROR_DEINITIALIZED: the driver is gone, the same case
-    return;
-  }
-  if (cuda_error::is_sticky(code) && sticky_reported().exchange(true)) return;
+  if (quiet_in_destructor(code)) return;
   try {
     cuda_error error(code, call,
                      cuda_error::is_sticky(code)
@@ -343,6 +350,13 @@ CURT_COLD inline void report_error(std::error_code code, const char* call, const
   } catch (...) {
     // Building the message can only fail by running out of host memory: nothing left to do.
   }
+}
+/// For destructors that caught an error curt threw (the context could not be made current, a
+/// lookup failed): the same rules as report_error, the error handed on as it was thrown.
+CURT_COLD inline void report_caught(const std::exception& error) noexcept {
+  if (auto* e = dynamic_cast<const cuda_error*>(&error))
+    if (quiet_in_destructor(e->code())) return;
+  handle_error(error);
 }
 inline void check_noexcept(cudaError_t status, const char* call, const char* file,
                            int line) noexcept {

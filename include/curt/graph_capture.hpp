@@ -273,7 +273,7 @@ inline bool abandon_capture(cudaStream_t stream, cudaGraph_t target) noexcept {
                      __LINE__);
     }
   } catch (const cuda_error& error) {  // the stream's context could not be made current
-    handle_error(error);
+    report_caught(error);
   }
   return true;
 }
@@ -463,7 +463,7 @@ class capture_to_graph_scope {
     try {
       detail::share_stream_holds(stream_, target_);
     } catch (const std::exception& error) {
-      detail::handle_error(error);
+      detail::report_caught(error);
     }
   }
   capture_to_graph_scope(const capture_to_graph_scope&) = delete;

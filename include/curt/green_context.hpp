@@ -198,7 +198,7 @@ inline void destroy_green_context(CUgreenCtx green) noexcept {
     check_driver_noexcept(static_cast<int>(status), "cuGreenCtxDestroy(green context)", __FILE__,
                           __LINE__);
   } catch (const std::exception& error) {  // no entry point: cannot happen after a creation
-    handle_error(error);
+    report_caught(error);
   }
 }
 

@@ -313,7 +313,7 @@ void free_on_device(int ordinal, Free free_call, const char* call) noexcept {
     device_guard guard(curt::device::from_ordinal_unchecked(ordinal));
     check_noexcept(free_call(), call, __FILE__, __LINE__);
   } catch (const cuda_error& error) {  // the context could not be made current
-    handle_error(error);
+    report_caught(error);
   }
 }
 
@@ -690,7 +690,8 @@ inline pointer_info pointer_attributes(const void* pointer) {
   info.host_pointer = native.hostPointer;
   if (info.kind == memory_kind::unregistered) return info;
   CUmemoryPool pool = nullptr;
-  CUresult status = CURT_DRIVER_FUNCTION(cuPointerGetAttribute, 4000)(
+  CUresult status = CURT_DETAIL_DRIVER_LOOKUP(PFN_cuPointerGetAttribute_v4000,
+                                              "cuPointerGetAttribute", 4000)(
       &pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
       static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(pointer)));
   if (status == CUDA_SUCCESS)

@@ -345,7 +345,7 @@ inline void free_async_noexcept(void* p, const free_place& place, const char* ca
     in_free_context(place,
                     [&] { check_noexcept(cudaFreeAsync(p, place.stream), call, __FILE__, __LINE__); });
   } catch (const std::exception& error) {  // the context could not be made current
-    handle_error(error);
+    report_caught(error);
   }
 }
 
@@ -562,7 +562,7 @@ class memory_pool_ref {
       detail::check_noexcept(cudaFreeAsync(p, detail::allocation_stream()),
                              "cudaFreeAsync(pool memory, allocation stream)", __FILE__, __LINE__);
     } catch (const std::exception& error) {  // no context, or no allocation stream
-      detail::handle_error(error);
+      detail::report_caught(error);
     }
   }
   void* allocate(stream_ref stream, std::size_t bytes, std::size_t alignment = 256) const {

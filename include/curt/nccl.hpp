@@ -621,7 +621,7 @@ class nccl_communicator : public nccl_communicator_ref {
         throw nccl_error(std::error_code(static_cast<int>(result), nccl_category()), call,
                          detail::nccl_last_error(), detail::location(__FILE__, __LINE__));
     } catch (const std::exception& error) {
-      detail::handle_error(error);
+      detail::report_caught(error);
     }
   }
 };
@@ -665,7 +665,7 @@ class nccl_group {
                          "ncclGroupEnd", detail::nccl_last_error(),
                          detail::location(__FILE__, __LINE__));
       } catch (const std::exception& error) {
-        detail::handle_error(error);
+        detail::report_caught(error);
       }
     }
   }

@@ -225,7 +225,7 @@ class peer_access_scope {
       detail::context_scope in(context_);
       (void)disable_peer_access(device_, peer_);
     } catch (const std::exception& error) {
-      detail::handle_error(error);
+      detail::report_caught(error);
     }
   }
   peer_access_scope(const peer_access_scope&) = delete;

@@ -350,6 +350,7 @@ class stream_ref {
     }
     if (CURT_UNLIKELY(status != 0)) detail::throw_record_failed(status, source);
     detail::wait_for_event(self, e);
+    detail::capture_contexts().note_wait(self, source);  // a fork into a capture curt began
   }
   /// Records `e` on this stream.
   void record(event_ref e) const { e.record(*this); }
@@ -532,7 +533,12 @@ class stream_ref {
                   "cudaLaunchHostFunc(capturing stream, function)", __FILE__, __LINE__);
   }
 
+  // For a source whose context the driver cannot tell: a default-stream handle on a thread with
+  // no context (the runtime's current device, as the runtime would, left as it was), or a
+  // created stream whose capture was invalidated or whose context is lost (refused, with the
+  // driver's code: a sticky one says so).
   CURT_COLD void wait_through_temporary_event(cudaStream_t source) const {
+    detail::stream_context_scope in_context(source);
     cudaEvent_t e = nullptr;
     detail::check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
                   "cudaEventCreateWithFlags(wait event)", __FILE__, __LINE__);
@@ -637,7 +643,7 @@ class stream : public stream_ref {
       detail::check_noexcept(cudaStreamDestroy(handle_), "cudaStreamDestroy(stream)", __FILE__,
                              __LINE__);
     } catch (const cuda_error& error) {  // the context could not be made current
-      detail::handle_error(error);
+      detail::report_caught(error);
     }
     held.run();  // after the scope: its context is no longer current here
     handle_ = detail::state_handle<cudaStream_t>(detail::handle_state::empty);
@@ -656,6 +662,7 @@ inline void stream_ref::wait(const stream& other) const {
   int status = detail::record_wait_event(e, source);
   if (CURT_UNLIKELY(status != 0)) detail::throw_record_failed(status, source);
   detail::wait_for_event(self, e);
+  detail::capture_contexts().note_wait(self, source);
 }
 
 /// Times a region of work on a stream: records a start event now and a stop event at stop().

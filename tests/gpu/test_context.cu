@@ -598,6 +598,11 @@ TEST_CASE("work on a stream of a context that is not current (child)", "[.][othe
   REQUIRE_FALSE(curt_test::primary_active(0));
 
   const curt::stream_ref s(h);
+  cudaStream_t idle_handle = nullptr;  // a second stream of U, never captured on its own
+  in_user_context(mine.get(), [&] {
+    REQUIRE(cudaStreamCreateWithFlags(&idle_handle, cudaStreamNonBlocking) == cudaSuccess);
+  });
+  const curt::stream_ref idle(idle_handle);
   const cuda::std::span<int> da(a, static_cast<std::size_t>(n)), db(b, static_cast<std::size_t>(n));
   const std::vector<int> in = curt_test::random_ints(static_cast<std::size_t>(n), -1000000, 1000000);
   const int value = curt_test::random_ints(1, 2000000, 3000000)[0];  // never one of `in`
@@ -677,6 +682,8 @@ TEST_CASE("work on a stream of a context that is not current (child)", "[.][othe
     });
     refused("ready", [&] { (void)s.ready(); });
     refused("host_call", [&] { s.host_call([] {}); });
+    // A wait on it, from an idle stream of U (whose own context the driver tells).
+    refused("wait on it", [&] { idle.wait(s); });
   });
   in_user_context(mine.get(), [&] {
     cudaGraph_t graph = nullptr;
@@ -800,10 +807,38 @@ TEST_CASE("work on a stream of a context that is not current (child)", "[.][othe
     CHECK(reports.count.load() == 0);
   }
 
+  // 8. A stream forked into a capture curt began (idle.wait(s)) keeps its context to the capture's
+  // end too: once the capture is invalidated, joining it back (s.wait(idle), also the last step
+  // of error paths) fails with the capture's code, in the streams' context; the end forgets it.
+  on_fresh_thread([&] {
+    std::optional<curt::capture_scope> scope;
+    scope.emplace(s, curt::capture_mode::relaxed);
+    idle.wait(s);  // the fork: idle joins the capture
+    curt::fill(db, value, idle);
+    s.wait(idle);  // a join while the capture is active
+    after("fork and join in an active capture");
+    idle.wait(s);  // forked again
+    in_user_context(mine.get(), [&] {
+      CHECK(cudaStreamQuery(idle_handle) != cudaSuccess);  // invalidates the capture
+      (void)cudaGetLastError();
+    });
+    CHECK(curt::detail::stream_context(idle_handle) == mine.get());
+    curt_test::require_cuda_error([&] { s.wait(idle); }, cudaErrorStreamCaptureInvalidated,
+                                  {"cuEventRecord(wait event, other stream)"});
+    after("join after the capture was invalidated");
+    scope.reset();  // abandons the capture
+    after("abandoning the capture");
+    CHECK(curt::detail::capture_contexts().find(idle_handle) == nullptr);
+    CHECK(curt::detail::capture_contexts().find(h) == nullptr);
+  });
+  CHECK(capture_state() == cudaStreamCaptureStatusNone);
+  CHECK(reports.count.load() == 0);
+
   in_user_context(mine.get(), [&] {
     CHECK(cudaFree(a) == cudaSuccess);
     CHECK(cudaFree(b) == cudaSuccess);
     CHECK(cudaStreamDestroy(h) == cudaSuccess);
+    CHECK(cudaStreamDestroy(idle_handle) == cudaSuccess);
   });
   for (const std::string& what : broken) FAIL_CHECK(what);
   CHECK_FALSE(curt_test::primary_active(0));

@@ -12,10 +12,12 @@
 #include <device_array.hpp>
 #include <expect.hpp>
 
+#include <curt/copy.hpp>
 #include <curt/device.hpp>
 #include <curt/error.hpp>
 #include <curt/event.hpp>
 #include <curt/launch.hpp>
+#include <curt/memory.hpp>
 #include <curt/stream.hpp>
 
 
@@ -24,6 +26,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -157,6 +160,108 @@ TEST_CASE("sticky fault child", "[.][fault-child]") {
   curt::set_error_handler(previous);
   std::printf("%s\n", child_marker);
   std::fflush(stdout);
+}
+
+// A kernel fault in a user's context U while device 0's primary context is inactive (U stands
+// for another device's context): the driver no longer tells U's streams' context, and a thread
+// without a context that waits on one must get the sticky code, not a fallback that wakes device 0.
+TEST_CASE("fault in another context child", "[.][other-fault-child]") {
+  REQUIRE_FALSE(curt_test::primary_active(0));  // the premise: main() made no context
+  curt::set_error_handler(&keep_error);
+  curt_test::user_context mine(0);  // current now
+  cudaStream_t faulted = nullptr, other = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&faulted, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking) == cudaSuccess);
+  write_through<<<1, 1, 0, faulted>>>(nullptr, 42);
+  REQUIRE(cudaStreamSynchronize(faulted) == cudaErrorIllegalAddress);
+  CUcontext popped = nullptr;
+  CURT_DRIVER_CALL(cuCtxPopCurrent, 4000, &popped);
+  REQUIRE(popped == mine.get());
+
+  std::vector<std::string> problems;
+  curt_test::on_fresh_thread([&] {
+    auto sticky = [&](const char* what, auto operation) {
+      try {
+        operation();
+        problems.push_back(std::string(what) + " did not throw");
+      } catch (const curt::cuda_error& error) {
+        std::printf("%s: %s\n", what, error.what());
+        if (!error.is_sticky()) problems.push_back(std::string(what) + ": not the sticky code");
+        if (!contains(error.what(), "context is lost"))
+          problems.push_back(std::string(what) + ": does not say the context is lost");
+      }
+      if (curt_test::current_context() != nullptr) {
+        problems.push_back(std::string(what) + ": left a context current");
+        CURT_DRIVER_CALL(cuCtxSetCurrent, 4000, nullptr);
+      }
+      if (curt_test::primary_active(0))
+        problems.push_back(std::string(what) + ": made device 0's primary context active");
+    };
+    sticky("wait on the faulted context's stream",
+           [&] { curt::stream_ref(other).wait(curt::stream_ref(faulted)); });
+    sticky("the same wait again", [&] { curt::stream_ref(other).wait(curt::stream_ref(faulted)); });
+    sticky("synchronize", [&] { curt::stream_ref(faulted).synchronize(); });
+  });
+  for (const std::string& problem : problems) FAIL_CHECK(problem);
+  CHECK(handled.empty());
+  std::printf("%s\n", child_marker);
+  std::fflush(stdout);
+}
+
+TEST_CASE("after a fault in another context, a wait from a thread without one says the context "
+          "is lost and wakes nothing",
+          "[fault]") {
+  if (curt_test::under_compute_sanitizer()) {
+    WARN("under compute-sanitizer: the child process is not run (the sanitizer makes contexts "
+         "in it)");
+    return;
+  }
+  child_result child = run_self("fault in another context child");
+  INFO("child output:\n" << child.output);
+  CHECK(child.exit_code == 0);
+  CHECK(contains(child.output, child_marker));
+}
+
+// Owners in static storage (an application's global "engine") die after main, when the runtime
+// and the driver may have shut down and freed everything themselves: nothing is reported then.
+namespace {
+constexpr const char* exit_report_marker = "REPORTED-AT-EXIT: ";
+struct exit_holder {
+  std::optional<curt::stream> stream;
+  std::optional<curt::event> event;
+  std::optional<curt::device_buffer<int>> buffer;
+};
+exit_holder at_exit;  // made before main, before any CUDA call: destroyed after CUDA's exit hooks
+void report_at_exit(const std::exception& error) noexcept {
+  std::printf("%s%s\n", exit_report_marker, error.what());
+  std::fflush(stdout);
+}
+}  // namespace
+
+TEST_CASE("owners destroyed at exit child", "[.][exit-child]") {
+  curt::device d(0);
+  curt::set_error_handler(&report_at_exit);  // kept: it must see the exit
+  at_exit.stream.emplace(d);
+  at_exit.event.emplace(d);
+  at_exit.buffer.emplace(d, 4096);
+  curt::fill(*at_exit.buffer, 7, *at_exit.stream);
+  at_exit.event->record(*at_exit.stream);
+  at_exit.stream->synchronize();
+  std::printf("%s\n", child_marker);
+  std::fflush(stdout);
+}
+
+TEST_CASE("a stream, an event and a buffer destroyed after main report nothing") {
+  if (curt_test::under_compute_sanitizer()) {
+    WARN("under compute-sanitizer: the child process is not run (its owners are freed by the "
+         "driver at exit, which the leak check counts)");
+    return;
+  }
+  child_result child = run_self("owners destroyed at exit child");
+  INFO("child output:\n" << child.output);
+  CHECK(child.exit_code == 0);
+  CHECK(contains(child.output, child_marker));
+  CHECK_FALSE(contains(child.output, exit_report_marker));
 }
 
 TEST_CASE("a kernel fault is sticky: the next launch and creations say the context is lost",

@@ -105,7 +105,7 @@ void destroy_in_context(CUcontext context, unsigned long long id, const char* ca
     context_scope in(context);
     check_noexcept(destroy(), call, __FILE__, __LINE__);
   } catch (const std::exception& error) {  // no entry point, or the context could not be current
-    handle_error(error);
+    report_caught(error);
   }
 }
 
