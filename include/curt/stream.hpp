@@ -203,9 +203,11 @@ inline int record_wait_event(cudaEvent_t e, cudaStream_t stream) {
 }
 /// Makes `stream` wait for the wait event `e`; throws on failure.
 inline void wait_for_event(cudaStream_t stream, cudaEvent_t e) {
-  if (CURT_UNLIKELY(is_default_stream_handle(stream)))
+  if (CURT_UNLIKELY(is_default_stream_handle(stream))) {
+    stream_context_scope in_context(stream);  // the runtime's device, popped again (no context)
     return check(cudaStreamWaitEvent(stream, e, 0), "cudaStreamWaitEvent(stream, other stream)",
                  __FILE__, __LINE__);
+  }
   // A failure keeps the runtime's code of the same number (and category), as the runtime's pair
   // reported it: code() == curt::make_error_code(cudaErrorX) holds for waits either way.
   check(static_cast<cudaError_t>(

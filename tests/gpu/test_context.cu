@@ -246,6 +246,17 @@ TEST_CASE("a thread without a context keeps none: creation, queries, occupancy, 
       (void)moved.stop();
     }
     step(left_behind, "stream_timer (move-assigned, moved, stopped and destroyed)");
+    // Waits between a created stream and the default streams, both ways (a default stream names
+    // the runtime device's primary context, popped again).
+    s.wait(curt::stream_ref::legacy_default());
+    step(left_behind, "stream.wait(legacy_default())");
+    curt::stream_ref::legacy_default().wait(s);
+    step(left_behind, "legacy_default().wait(stream)");
+    curt::stream_ref::per_thread_default().wait(s);
+    step(left_behind, "per_thread_default().wait(stream)");
+    curt::stream_ref::legacy_default().wait(curt::stream_ref(s));
+    step(left_behind, "legacy_default().wait(stream_ref)");
+    s.synchronize();
     // Passed to the runtime unchanged (documented): reported, not judged.
     done.record(s);
     step(undocumented, "event::record");
@@ -807,7 +818,31 @@ TEST_CASE("work on a stream of a context that is not current (child)", "[.][othe
     CHECK(reports.count.load() == 0);
   }
 
-  // 8. A stream forked into a capture curt began (idle.wait(s)) keeps its context to the capture's
+  // 8. A buffer allocated while U was current is freed in U from a thread with no context: the
+  // memory comes back, and no other context is made (the primary one would not free it).
+  {
+    std::size_t free_before = 0, free_allocated = 0, free_after = 0, total = 0;
+    std::optional<curt::device_buffer<int>> owned;
+    in_user_context(mine.get(), [&] {
+      REQUIRE(cudaMemGetInfo(&free_before, &total) == cudaSuccess);
+      owned.emplace(curt::device(0), std::size_t(64) << 20);  // 256 MiB
+      curt::fill(*owned, value, s);
+      REQUIRE(cudaStreamSynchronize(h) == cudaSuccess);
+      REQUIRE(cudaMemGetInfo(&free_allocated, &total) == cudaSuccess);
+    });
+    REQUIRE(free_allocated + (std::size_t(128) << 20) < free_before);  // the premise
+    on_fresh_thread([&] {
+      owned.reset();
+      after("destroying a buffer of U");
+    });
+    in_user_context(mine.get(), [&] {
+      REQUIRE(cudaMemGetInfo(&free_after, &total) == cudaSuccess);
+    });
+    CHECK(free_after + (std::size_t(32) << 20) > free_before);  // freed
+    CHECK(reports.count.load() == 0);
+  }
+
+  // 9. A stream forked into a capture curt began (idle.wait(s)) keeps its context to the capture's
   // end too: once the capture is invalidated, joining it back (s.wait(idle), also the last step
   // of error paths) fails with the capture's code, in the streams' context; the end forgets it.
   on_fresh_thread([&] {
