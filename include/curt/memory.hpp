@@ -5,7 +5,8 @@
 //   curt::host_registration   cudaHostRegister of host memory the program already has
 //
 // Each buffer is made on an explicit device (through device_guard: no hidden current device, and
-// a thread without a context keeps none) and frees its memory in that device's context. A buffer
+// a thread without a context keeps none) and frees its memory in the context it was allocated in
+// (a user's context current at the allocation, else the device's primary one). A buffer
 // of 0 elements allocates nothing and is valid; count * sizeof(T) beyond std::size_t is refused
 // before CUDA is called. An empty buffer (`curt::device_buffer<float> b(curt::no_handle)`), a
 // moved-from one and a released one hold no memory: every accessor that would hand out the pointer
@@ -305,11 +306,30 @@ class host_memory_owner : public memory_owner<T, Kind> {
   using base::base;
 };
 
-// Frees in the context of the owner's device: on a thread without a context the runtime would
-// otherwise make device 0's primary context current and leave it so.
+// The context `memory` was allocated in, which the driver tells on any thread; null for memory
+// that names none (pool memory, memory CUDA does not know).
+inline CUcontext context_of_memory(const void* memory) {
+  CUcontext context = nullptr;
+  const auto address = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(memory));
+  if (CURT_DETAIL_DRIVER_FUNCTION(cuPointerGetAttribute, 4000)(
+          &context, driver_fn::pointer_attribute_context, address) != 0)
+    return nullptr;
+  return context;
+}
+
+// Frees in the context the memory was allocated in: on a thread without a context the runtime
+// would make device 0's primary context current (and leave it so), and from another context of
+// the device (the primary one, for memory of a user's context) the memory is not freed. Memory
+// that names no context is freed in its device's (device_guard).
 template <class Free>
-void free_on_device(int ordinal, Free free_call, const char* call) noexcept {
+void free_on_device(const void* memory, int ordinal, Free free_call, const char* call) noexcept {
   try {
+    if (CUcontext own = context_of_memory(memory)) {
+      pushed_context in_own;
+      if (current_context() != own) in_own.push(own);
+      check_noexcept(free_call(), call, __FILE__, __LINE__);
+      return;
+    }
     device_guard guard(curt::device::from_ordinal_unchecked(ordinal));
     check_noexcept(free_call(), call, __FILE__, __LINE__);
   } catch (const cuda_error& error) {  // the context could not be made current
@@ -322,7 +342,7 @@ struct device_memory_kind {
   static constexpr const char* name = "device_buffer";
   static constexpr bool host_iterable = false;
   static void free(void* p, int ordinal) noexcept {
-    free_on_device(ordinal, [p] { return cudaFree(p); }, "cudaFree(device_buffer)");
+    free_on_device(p, ordinal, [p] { return cudaFree(p); }, "cudaFree(device_buffer)");
   }
 };
 struct pinned_memory_kind {
@@ -330,7 +350,7 @@ struct pinned_memory_kind {
   static constexpr const char* name = "pinned_buffer";
   static constexpr bool host_iterable = true;
   static void free(void* p, int ordinal) noexcept {
-    free_on_device(ordinal, [p] { return cudaFreeHost(p); }, "cudaFreeHost(pinned_buffer)");
+    free_on_device(p, ordinal, [p] { return cudaFreeHost(p); }, "cudaFreeHost(pinned_buffer)");
   }
 };
 struct managed_memory_kind {
@@ -338,7 +358,7 @@ struct managed_memory_kind {
   static constexpr const char* name = "managed_buffer";
   static constexpr bool host_iterable = true;
   static void free(void* p, int ordinal) noexcept {
-    free_on_device(ordinal, [p] { return cudaFree(p); }, "cudaFree(managed_buffer)");
+    free_on_device(p, ordinal, [p] { return cudaFree(p); }, "cudaFree(managed_buffer)");
   }
 };
 
@@ -611,7 +631,7 @@ class host_registration {
   void unregister() noexcept {
     if (!detail::is_state_handle(pointer_) && bytes_ != 0) {
       void* p = pointer_;
-      detail::free_on_device(device_, [p] { return cudaHostUnregister(p); },
+      detail::free_on_device(p, device_, [p] { return cudaHostUnregister(p); },
                              "cudaHostUnregister(host_registration)");
     }
     pointer_ = detail::state_handle<void*>(detail::handle_state::empty);

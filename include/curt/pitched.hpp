@@ -155,7 +155,7 @@ class pitched_owner {
   void free() noexcept {
     if (!is_state_handle(pointer_) && pointer_ != nullptr) {
       T* p = pointer_;
-      free_on_device(device_, [p] { return cudaFree(p); }, "cudaFree(pitched buffer)");
+      free_on_device(p, device_, [p] { return cudaFree(p); }, "cudaFree(pitched buffer)");
     }
     pointer_ = state_handle<T*>(handle_state::empty);
   }
