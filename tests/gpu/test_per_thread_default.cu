@@ -82,6 +82,46 @@ TEST_CASE("a handle of 0 given to CURT_DRIVER_CALL is the default stream of the 
   CHECK(curt_test::default_stream_id_through_driver_in_legacy_unit() == legacy);
 }
 
+// The driver's per-thread flavours of its pre-7.0 stream functions start at the 7.0 ABI, which
+// <cudaTypedefs.h> names only PFN_..._v7000_ptsz: asked for at the ABI of their PFN_ typedef,
+// this unit must still get them, the per-thread ones (0 is this unit's per-thread stream).
+TEST_CASE("in a per-thread unit, CURT_DRIVER_CALL finds the stream functions at their first ABI") {
+  REQUIRE(cudaFree(nullptr) == cudaSuccess);  // device 0's primary context, current
+  auto per_thread_at_7 = [](const char* symbol) {
+    void* function = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    REQUIRE(cudaGetDriverEntryPointByVersion(symbol, &function, 7000,
+                                             cudaEnablePerThreadDefaultStream,
+                                             &found) == cudaSuccess);
+    REQUIRE(found == cudaDriverEntryPointSuccess);
+    return function;
+  };
+  CHECK(reinterpret_cast<void*>(CURT_DRIVER_FUNCTION(cuStreamQuery, 2000)) ==
+        per_thread_at_7("cuStreamQuery"));
+  CHECK(reinterpret_cast<void*>(CURT_DRIVER_FUNCTION(cuEventRecord, 2000)) ==
+        per_thread_at_7("cuEventRecord"));
+  CHECK(reinterpret_cast<void*>(CURT_DRIVER_FUNCTION(cuMemsetD32Async, 3020)) ==
+        per_thread_at_7("cuMemsetD32Async"));
+
+  // And they work on a handle of 0 (that it is the per-thread stream: the cuStreamGetId test).
+  const int n = random_n();
+  curt::device d(0);
+  curt::device_buffer<int> b(d, static_cast<std::size_t>(n));
+  const int value = std::uniform_int_distribution<int>(1, 1 << 30)(curt_test::rng());
+  CURT_DRIVER_CALL(cuMemsetD32Async, 3020, reinterpret_cast<CUdeviceptr>(b.data()),
+                   static_cast<unsigned>(value), static_cast<std::size_t>(n), nullptr);
+  cudaEvent_t e = nullptr;
+  REQUIRE(cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess);
+  CURT_DRIVER_CALL(cuEventRecord, 2000, e, nullptr);
+  CURT_DRIVER_CALL(cuStreamSynchronize, 2000, nullptr);
+  CHECK(cudaEventQuery(e) == cudaSuccess);
+  CHECK(CURT_DRIVER_FUNCTION(cuStreamQuery, 2000)(nullptr) == CUDA_SUCCESS);
+  std::vector<int> back(static_cast<std::size_t>(n), 0);
+  curt::copy(back, b);
+  CHECK(std::count(back.begin(), back.end(), value) == n);
+  CHECK(cudaEventDestroy(e) == cudaSuccess);
+}
+
 TEST_CASE("in a per-thread unit, wait(stream) between created streams orders the work") {
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   curt::device d(0);

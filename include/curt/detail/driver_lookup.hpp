@@ -96,6 +96,32 @@ inline std::string version_text(int encoded) {
   return std::to_string(encoded / 1000) + "." + std::to_string(encoded % 1000 / 10);
 }
 
+// The driver function, or null where the driver lacks it: no exception, and no error left behind.
+inline void* driver_function_or_null(
+    const char* symbol, int cuda_version,
+    unsigned long long flavour = cudaEnableLegacyStream) noexcept {
+  void* function = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (driver_entry_point(symbol, &function, cuda_version, flavour, &found) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return found == cudaDriverEntryPointSuccess ? function : nullptr;
+}
+
+// The per-thread flavours of the stream functions older than CUDA 7.0 start at the 7.0 ABI, which
+// <cudaTypedefs.h> names only as PFN_..._v7000_ptsz: a per-thread unit asking for the function at
+// its older ABI gets the 7.0 per-thread one where the function did not change in between (the
+// driver gives the same legacy function for both ABIs), else null.
+inline void* per_thread_flavour_since_7(const char* symbol, int cuda_version) noexcept {
+  constexpr int first_per_thread_abi = 7000;
+  if (cuda_version >= first_per_thread_abi) return nullptr;
+  void* asked = driver_function_or_null(symbol, cuda_version);
+  if (asked == nullptr || asked != driver_function_or_null(symbol, first_per_thread_abi))
+    return nullptr;
+  return driver_function_or_null(symbol, first_per_thread_abi, cudaEnablePerThreadDefaultStream);
+}
+
 /// Looks a driver function up by name and ABI version; throws a cuda_error that names the
 /// function and the version when the driver lacks it. (Not a template, so its body is compiled
 /// once per translation unit, not once per function type.) `flavour`: cudaEnableLegacyStream
@@ -117,11 +143,16 @@ inline void* find_driver_function(const char* symbol, int cuda_version,
   cudaError_t status = driver_entry_point(symbol, &function, cuda_version, flavour, &found);
   if (status != cudaSuccess) throw_error(status, call, __FILE__, __LINE__);
   if (found == cudaDriverEntryPointSuccess && function) return function;
-  if (found == cudaDriverEntryPointVersionNotSufficent)
+  if (found == cudaDriverEntryPointVersionNotSufficent) {
+    const bool per_thread = flavour == cudaEnablePerThreadDefaultStream;
+    if (per_thread)
+      if (void* since_7 = per_thread_flavour_since_7(symbol, cuda_version)) return since_7;
     throw cuda_error(cudaErrorSymbolNotFound, call,
-                     std::string(symbol) + " exists in this driver only in an ABI newer than CUDA " +
+                     std::string(symbol) + (per_thread ? "'s per-thread flavour" : "") +
+                         " exists in this driver only in an ABI newer than CUDA " +
                          version_text(cuda_version),
                      location(__FILE__, __LINE__));
+  }
   throw cuda_error(cudaErrorSymbolNotFound, call,
                    std::string(symbol) + " is not provided by this CUDA " + version_text(driver) +
                        " driver",
@@ -197,18 +228,6 @@ inline std::string driver_category_impl::message(int code) const {
       #name, __FILE__, __LINE__)
 
 namespace curt::detail {
-
-// The driver function, or null where the driver lacks it: no exception, and no error left behind.
-inline void* driver_function_or_null(const char* symbol, int cuda_version) noexcept {
-  void* function = nullptr;
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  if (driver_entry_point(symbol, &function, cuda_version, cudaEnableLegacyStream, &found) !=
-      cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  return found == cudaDriverEntryPointSuccess ? function : nullptr;
-}
 
 // The driver keeps a ring buffer of log lines (CUDA 12.9+). curt reads it only when a call fails,
 // from a process-wide cursor, so the hot path never touches it, and keeps only the calling
