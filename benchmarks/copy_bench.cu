@@ -123,6 +123,30 @@ void paired_control(benchmark::State& state) {
       [&] { g->stream.synchronize(); });
 }
 
+// What curt's context check costs by itself: raw against raw preceded by the check that
+// curt::copy makes (detail::stream_context_scope: one cuCtxGetCurrent on a thread with a context).
+template <std::size_t Bytes>
+void paired_context_check(benchmark::State& state) {
+  buffers& b = Bytes == kSmall ? g->small : g->large;
+  const int batch = Bytes == kSmall ? kSmallBatch : kLargeBatch;
+  unsigned char* host_p = b.host.data();
+  unsigned char* a_p = b.device_a.data();
+  const cudaStream_t raw_stream = g->stream;
+  curt_bench::paired(
+      state, batch,
+      [&] {
+        for (int i = 0; i < batch; ++i)
+          (void)cudaMemcpyAsync(a_p, host_p, Bytes, cudaMemcpyDefault, raw_stream);
+      },
+      [&] {
+        for (int i = 0; i < batch; ++i) {
+          curt::detail::stream_context_scope in_context(raw_stream);
+          (void)cudaMemcpyAsync(a_p, host_p, Bytes, cudaMemcpyDefault, raw_stream);
+        }
+      },
+      [&] { g->stream.synchronize(); });
+}
+
 template <bool Curt>
 void gpu_time_d2d_large(benchmark::State& state) {
   curt::device_buffer<unsigned char>& a = g->large.device_a;
@@ -155,6 +179,8 @@ void setup(curt::device d) {
   add("paired/copy/d2d/64MiB", paired_copy<direction::d2d, kLarge>);
   add("paired/control/h2d/4KiB", paired_control<kSmall>);
   add("paired/control/h2d/64MiB", paired_control<kLarge>)->MinTime(kLargeMinSeconds);
+  add("paired/context_check/h2d/4KiB", paired_context_check<kSmall>);
+  add("paired/context_check/h2d/64MiB", paired_context_check<kLarge>)->MinTime(kLargeMinSeconds);
   add("gpu_time/copy/d2d_64MiB/raw", gpu_time_d2d_large<false>, true);
   add("gpu_time/copy/d2d_64MiB/curt", gpu_time_d2d_large<true>, true);
   // Warm-up: the first copies of each kind pay for lazy setup in the driver.
