@@ -531,6 +531,15 @@ inline CUdevice keep_primary_context(int ordinal) {
   return device;
 }
 
+// The context `memory` was allocated in, which the driver tells on any thread (no context
+// needed); null for memory that names none (pool memory, memory CUDA does not know).
+inline CUcontext memory_context(const void* memory) noexcept {
+  CUcontext context = nullptr;
+  const auto address = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(memory));
+  const auto get = CURT_DETAIL_DRIVER_FUNCTION(cuPointerGetAttribute, 4000);
+  return get(&context, driver_fn::pointer_attribute_context, address) == 0 ? context : nullptr;
+}
+
 /// Asks for current_device_scope's form for calls whose answer does not depend on the context.
 struct any_context_t {
   explicit any_context_t() = default;
@@ -592,13 +601,12 @@ class current_device_scope {
     enter(ordinal);
   }
   CURT_COLD void enter_for(const void* memory) {
-    const auto get = CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuPointerGetAttribute, 4000);
-    const auto address = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(memory));
-    CUcontext context = nullptr;
-    if (get(&context, driver_fn::pointer_attribute_context, address) == 0 && context) {
+    if (CUcontext context = memory_context(memory)) {
       pushed_.push(context);
       return;
     }
+    const auto get = CURT_DETAIL_DRIVER_FUNCTION(cuPointerGetAttribute, 4000);
+    const auto address = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(memory));
     int ordinal = -1;
     if (get(&ordinal, driver_fn::pointer_attribute_device_ordinal, address) == 0 && ordinal >= 0)
       enter(ordinal);  // pool memory names no context

@@ -373,15 +373,16 @@ void check_noexcept(E status, const char* call, const char* file, int line) noex
   check_driver_noexcept(static_cast<int>(status), call, file, line);
 }
 /// For destructors that call the driver, which destroys graphs and pools without a current
-/// context (and makes none): `destroy` looks its function up and calls it; a failure, or a
-/// lookup that fails (the runtime unloading at exit), goes through report_error.
+/// context (and makes none): `destroy` looks its function up and calls it; a failure goes
+/// through report_error, a lookup that fails (the runtime unloading at exit) through
+/// report_caught.
 template <class Destroy>
 void destroy_through_driver(Destroy destroy, const char* call, const char* file,
                             int line) noexcept {
   try {
     check_driver_noexcept(destroy(), call, file, line);
   } catch (const cuda_error& error) {
-    report_error(error.code(), call, file, line);
+    report_caught(error);
   }
 }
 

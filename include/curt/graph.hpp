@@ -426,7 +426,7 @@ class graph : public graph_ref {
     detail::forget_conditional_bodies(handle_);  // its conditional nodes' bodies die with it
     const cudaGraph_t h = handle_;
     detail::destroy_through_driver(
-        [h] { return CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuGraphDestroy, 10000)(h); },
+        [h] { return CURT_DETAIL_DRIVER_FUNCTION(cuGraphDestroy, 10000)(h); },
         "cuGraphDestroy(graph)", __FILE__, __LINE__);
     handle_ = detail::state_handle<cudaGraph_t>(detail::handle_state::empty);
   }
@@ -610,7 +610,7 @@ class graph_exec : public graph_exec_ref {
     detail::updated_exec_table().forget(handle_);
     const cudaGraphExec_t h = handle_;
     detail::destroy_through_driver(
-        [h] { return CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuGraphExecDestroy, 10000)(h); },
+        [h] { return CURT_DETAIL_DRIVER_FUNCTION(cuGraphExecDestroy, 10000)(h); },
         "cuGraphExecDestroy(exec)", __FILE__, __LINE__);
     handle_ = detail::state_handle<cudaGraphExec_t>(detail::handle_state::empty);
   }

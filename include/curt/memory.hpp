@@ -306,17 +306,6 @@ class host_memory_owner : public memory_owner<T, Kind> {
   using base::base;
 };
 
-// The context `memory` was allocated in, which the driver tells on any thread; null for memory
-// that names none (pool memory, memory CUDA does not know).
-inline CUcontext context_of_memory(const void* memory) {
-  CUcontext context = nullptr;
-  const auto address = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(memory));
-  if (CURT_DETAIL_DRIVER_FUNCTION(cuPointerGetAttribute, 4000)(
-          &context, driver_fn::pointer_attribute_context, address) != 0)
-    return nullptr;
-  return context;
-}
-
 // Frees in the context the memory was allocated in: on a thread without a context the runtime
 // would make device 0's primary context current (and leave it so), and from another context of
 // the device (the primary one, for memory of a user's context) the memory is not freed. Memory
@@ -324,9 +313,8 @@ inline CUcontext context_of_memory(const void* memory) {
 template <class Free>
 void free_on_device(const void* memory, int ordinal, Free free_call, const char* call) noexcept {
   try {
-    if (CUcontext own = context_of_memory(memory)) {
-      pushed_context in_own;
-      if (current_context() != own) in_own.push(own);
+    if (CUcontext own = memory_context(memory)) {
+      context_scope in_own(own);
       check_noexcept(free_call(), call, __FILE__, __LINE__);
       return;
     }

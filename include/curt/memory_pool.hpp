@@ -813,7 +813,7 @@ class memory_pool : public memory_pool_ref {
     if (detail::is_state_handle(handle_)) return;
     const cudaMemPool_t h = handle_;
     detail::destroy_through_driver(
-        [h] { return CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuMemPoolDestroy, 11020)(h); },
+        [h] { return CURT_DETAIL_DRIVER_FUNCTION(cuMemPoolDestroy, 11020)(h); },
         "cuMemPoolDestroy(pool)", __FILE__, __LINE__);
     handle_ = detail::state_handle<cudaMemPool_t>(detail::handle_state::empty);
   }

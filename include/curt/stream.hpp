@@ -199,7 +199,7 @@ class wait_events {
 /// default-stream handle the runtime's code; the two enums share their numbers).
 inline int record_wait_event(cudaEvent_t e, cudaStream_t stream) {
   if (CURT_UNLIKELY(is_default_stream_handle(stream))) return cudaEventRecord(e, stream);
-  return CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuEventRecord, 2000)(e, stream);
+  return CURT_DETAIL_DRIVER_FUNCTION(cuEventRecord, 2000)(e, stream);
 }
 /// Makes `stream` wait for the wait event `e`; throws on failure.
 inline void wait_for_event(cudaStream_t stream, cudaEvent_t e) {
@@ -211,7 +211,7 @@ inline void wait_for_event(cudaStream_t stream, cudaEvent_t e) {
   // A failure keeps the runtime's code of the same number (and category), as the runtime's pair
   // reported it: code() == curt::make_error_code(cudaErrorX) holds for waits either way.
   check(static_cast<cudaError_t>(
-            CURT_DETAIL_DRIVER_STREAM_FUNCTION(cuStreamWaitEvent, 3020)(stream, e, 0)),
+            CURT_DETAIL_DRIVER_FUNCTION(cuStreamWaitEvent, 3020)(stream, e, 0)),
         "cuStreamWaitEvent(stream, other stream)", __FILE__, __LINE__);
 }
 /// Throws for a failed record_wait_event, with the runtime's code of that number.

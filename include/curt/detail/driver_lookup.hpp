@@ -217,8 +217,6 @@ inline std::string driver_category_impl::message(int code) const {
       #name, __FILE__, __LINE__)
 
 // curt's own calls, typed by curt::detail::driver_fn (an int result): no <cuda.h> needed.
-#define CURT_DETAIL_DRIVER_STREAM_FUNCTION(name, version) \
-  CURT_DETAIL_DRIVER_LOOKUP(::curt::detail::driver_fn::name##_v##version, #name, version)
 #define CURT_DETAIL_DRIVER_FUNCTION(name, version) \
   CURT_DETAIL_DRIVER_LOOKUP(::curt::detail::driver_fn::name##_v##version, #name, version)
 #define CURT_DETAIL_DRIVER_CALL(name, version, ...)                                       \
