@@ -532,8 +532,9 @@ inline CUdevice keep_primary_context(int ordinal) {
 }
 
 // The context `memory` was allocated in, which the driver tells on any thread (no context
-// needed); null for memory that names none (pool memory, memory CUDA does not know).
-inline CUcontext memory_context(const void* memory) noexcept {
+// needed); null for memory that names none (pool memory, memory CUDA does not know). Throws
+// when the driver function cannot be looked up (at exit, the runtime unloading): not noexcept.
+inline CUcontext memory_context(const void* memory) {
   CUcontext context = nullptr;
   const auto address = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(memory));
   const auto get = CURT_DETAIL_DRIVER_FUNCTION(cuPointerGetAttribute, 4000);
