@@ -20,6 +20,7 @@
 #include <curt/memory.hpp>
 #include <curt/stream.hpp>
 
+#include <pthread.h>
 
 #include <array>
 #include <atomic>
@@ -329,4 +330,62 @@ TEST_CASE("a refused launch's driver log holds only this thread's lines, none of
       WARN("the driver's log has no cuMemAlloc line for the other thread's failed allocation");
   }
   (void)cudaGetLastError();
+}
+
+// The driver tags each line with the thread's pthread_t only: lines of failures curt never read
+// (a raw call's that the caller handled, or those of a thread that has exited and whose id the
+// next thread got) carry the same tag as the failure at hand. Only that failure's lines are kept.
+TEST_CASE("a refused launch's driver log holds none of the thread's earlier failures, nor an "
+          "exited thread's of the same id",
+          "[api-error]") {
+  curt::device d(0);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  curt::stream s(d);
+  device_array<int> buffer(1024);
+  // Returns the log of a refused launch (a block of 1025 threads); throws nothing. No Catch2
+  // here: it runs on another thread too.
+  auto refused_launch_log = [&]() -> std::string {
+    try {
+      curt::launch(s, curt::launch_config(dim3(1), dim3(1025)), add_one, buffer.get(),
+                   buffer.get(), 0);
+    } catch (const curt::cuda_error& error) {
+      return error.driver_log();
+    }
+    return "(the launch was not refused)";
+  };
+  (void)refused_launch_log();  // after it, curt reads the log from its cursor
+  const std::size_t huge = std::size_t(1) << 52;  // 4 PiB: refused, and logged by the driver
+
+  // An earlier failure of this thread, which the caller handled.
+  void* p = nullptr;
+  REQUIRE(cudaMalloc(&p, huge) == cudaErrorMemoryAllocation);
+  (void)cudaGetLastError();
+  std::string log = refused_launch_log();
+  INFO("after this thread's handled failure, driver_log(): " << log);
+  CHECK(contains(log, "Returning"));
+  CHECK_FALSE(contains(log, "cuMemAlloc"));
+
+  // A failure of a thread that then exits; the next thread usually gets its pthread_t.
+  pthread_t failed_thread{}, next_thread{};
+  cudaError_t failed_status = cudaSuccess;
+  std::thread failing([&] {
+    failed_thread = pthread_self();
+    void* q = nullptr;
+    if (cudaSetDevice(0) == cudaSuccess) failed_status = cudaMalloc(&q, huge);
+    (void)cudaGetLastError();
+  });
+  failing.join();
+  REQUIRE(failed_status == cudaErrorMemoryAllocation);
+  std::string next_log;
+  std::thread next([&] {
+    next_thread = pthread_self();
+    next_log = refused_launch_log();
+  });
+  next.join();
+  INFO("on the next thread, driver_log(): " << next_log);
+  if (!pthread_equal(failed_thread, next_thread))
+    WARN("the next thread got another id: its half of this test proves less this run");
+  CHECK(contains(next_log, "Returning"));
+  CHECK_FALSE(contains(next_log, "cuMemAlloc"));
+  CHECK(cudaGetLastError() == cudaSuccess);
 }

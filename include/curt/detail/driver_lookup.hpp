@@ -228,9 +228,10 @@ inline std::string driver_category_impl::message(int code) const {
 namespace curt::detail {
 
 // The driver keeps a ring buffer of log lines (CUDA 12.9+). curt reads it only when a call fails,
-// from a process-wide cursor, so the hot path never touches it, and keeps only the calling
-// thread's lines. Before the first failure there is no cursor yet: then only the thread's lines
-// since its last-but-one "Returning" line are kept, which belong to the failure at hand.
+// from a process-wide cursor (set at the first failure), so the hot path never touches it, and
+// keeps only the calling thread's lines since its last-but-one "Returning" line: those of the
+// failure at hand. Earlier lines with the thread's id belong to failures curt never read: a raw
+// call's, one curt handled itself, or a thread that has exited and whose id was reused.
 // Through the driver's cuLogs functions: the runtime's cudaLogs* first make the current device's
 // primary context current, and leave it so, on a thread that had none (seen on the H200), which a
 // failure thrown on such a thread must not do.
@@ -246,12 +247,10 @@ inline std::string take_driver_log() {
   if (dump == nullptr || current == nullptr) return {};  // no driver, or one older than 12.9
   std::string text(25600, '\0');  // the driver's documented maximum
   std::size_t size = text.size();
-  bool first = false;
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (dump(has_cursor ? &cursor : nullptr, text.data(), &size, 0) != 0) return {};
-    first = !has_cursor;
-    if (first) has_cursor = current(&cursor, 0) == 0;
+    if (!has_cursor) has_cursor = current(&cursor, 0) == 0;
   }
   text.resize(size < text.size() ? size : text.size());
   const std::string tag = log_thread_tag();
@@ -264,8 +263,8 @@ inline std::string take_driver_log() {
     start = end + 1;
     while (!line.empty() && (line.back() == '\0' || line.back() == '\r')) line.pop_back();
     if (line.empty() || (!tag.empty() && line.find(tag) == std::string::npos)) continue;
-    if (first && line.find("Returning ") != std::string::npos) {
-      // A "Returning" line closes a failure; without a cursor, keep only the latest one's lines.
+    if (line.find("Returning ") != std::string::npos) {
+      // A "Returning" line closes a failure: keep only the latest one's lines.
       std::size_t previous = mine.rfind("Returning ");
       if (previous != std::string::npos) mine.erase(0, mine.find('\n', previous) + 1);
     }
