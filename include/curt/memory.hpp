@@ -161,6 +161,15 @@ using owner_view_of = std::enable_if_t<
         !(Iterable && std::is_constructible_v<S, probe_range<Element>&>),
     int>;
 
+/// Where an owner's memory was allocated: the device, and the driver's process-unique id of the
+/// allocation (CU_POINTER_ATTRIBUTE_BUFFER_ID; 0 where the driver gives none). The address alone
+/// does not name it: after cudaDeviceReset the memory is gone, and a new allocation, in any
+/// context, may get the same address.
+struct device_allocation {
+  int ordinal = 0;
+  unsigned long long id = 0;
+};
+
 /// What every memory owner shares: the pointer (or the state of an owner that holds none), the
 /// element count and where the memory is freed (Kind::place: a device ordinal, a stream, a
 /// location). Kind supplies name (for messages), host_iterable (begin/end and operator[]), place
@@ -195,10 +204,10 @@ class memory_owner {
   /// moved-from or released.
   bool valid() const noexcept { return !is_state_handle(pointer_); }
   /// The device the memory was allocated on (in whose context it is freed).
-  template <class P = place_type, std::enable_if_t<std::is_same_v<P, int>, int> = 0>
+  template <class P = place_type, std::enable_if_t<std::is_same_v<P, device_allocation>, int> = 0>
   curt::device device() const {
     (void)usable("device()");
-    return curt::device::from_ordinal_unchecked(place_);
+    return curt::device::from_ordinal_unchecked(place_.ordinal);
   }
 
   /// Gives up ownership; the caller frees the returned pointer (cudaFree, cudaFreeHost as the
@@ -248,7 +257,10 @@ class memory_owner {
 
   // Set once the memory is allocated (the owner is made first, holding 0 elements' null, so a
   // failed allocation frees nothing).
-  void own(T* memory) noexcept { pointer_ = memory; }
+  void own(T* memory, const place_type& place) noexcept {
+    pointer_ = memory;
+    place_ = place;
+  }
   const place_type& place() const noexcept { return place_; }
   /// For an explicit free: the pointer (throws when the owner holds none); the owner is then
   /// "freed" and frees nothing more.
@@ -306,47 +318,84 @@ class host_memory_owner : public memory_owner<T, Kind> {
   using base::base;
 };
 
+// Asks the driver for the process-unique id of the allocation `memory` lies in (on any thread, no
+// context needed) and returns its status: CUDA_ERROR_INVALID_VALUE for an address it does not know.
+inline int query_allocation_id(const void* memory, unsigned long long& id) {
+  const auto address = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(memory));
+  const auto get = CURT_DETAIL_DRIVER_FUNCTION(cuPointerGetAttribute, 4000);
+  return get(&id, driver_fn::pointer_attribute_buffer_id, address);
+}
+/// Where an owner's memory was allocated: `ordinal` and the allocation's id (0: not known).
+inline device_allocation allocated_on(int ordinal, const void* memory) noexcept {
+  unsigned long long id = 0;
+  try {
+    if (query_allocation_id(memory, id) != 0) id = 0;
+  } catch (const cuda_error&) {  // no lookup: the free then goes by the address alone
+    id = 0;
+  }
+  return {ordinal, id};
+}
+// Throws unless `memory` is still the allocation `where` names.
+inline void require_same_allocation(const void* memory, device_allocation where, const char* call) {
+  if (where.id == 0) return;
+  unsigned long long id = 0;
+  const int status = query_allocation_id(memory, id);
+  constexpr int unknown_address = 1;  // CUDA_ERROR_INVALID_VALUE: gone with its context
+  if (status != 0 && status != unknown_address)  // the driver shut down (at exit), a lost context
+    check_driver(status, "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_BUFFER_ID)", __FILE__,
+                 __LINE__);
+  if (CURT_UNLIKELY(id != where.id))
+    raise(cudaErrorContextIsDestroyed, call,
+          "the memory went with its context (cudaDeviceReset or cuCtxDestroy) before its owner; "
+          "nothing is freed, as the address may hold a new allocation now",
+          __FILE__, __LINE__);
+}
+
 // Frees in the context the memory was allocated in: on a thread without a context the runtime
 // would make device 0's primary context current (and leave it so), and from another context of
 // the device (the primary one, for memory of a user's context) the memory is not freed. Memory
-// that names no context is freed in its device's (device_guard).
+// that names no context is freed in its device's (device_guard). Memory whose allocation id
+// changed went with its context (cudaDeviceReset, cuCtxDestroy): its address may be another
+// allocation's now, which a free would take, so it is reported and nothing is freed.
 template <class Free>
-void free_on_device(const void* memory, int ordinal, Free free_call, const char* call) noexcept {
+void free_on_device(const void* memory, device_allocation where, Free free_call,
+                    const char* call) noexcept {
   try {
+    require_same_allocation(memory, where, call);
     if (CUcontext own = memory_context(memory)) {
       context_scope in_own(own);
       check_noexcept(free_call(), call, __FILE__, __LINE__);
       return;
     }
-    device_guard guard(curt::device::from_ordinal_unchecked(ordinal));
+    device_guard guard(curt::device::from_ordinal_unchecked(where.ordinal));
     check_noexcept(free_call(), call, __FILE__, __LINE__);
-  } catch (const cuda_error& error) {  // the context could not be made current
+  } catch (const cuda_error& error) {  // the context could not be made current, or is gone
     report_caught(error);
   }
 }
 
 struct device_memory_kind {
-  using place = int;  // the device ordinal
+  using place = device_allocation;
   static constexpr const char* name = "device_buffer";
   static constexpr bool host_iterable = false;
-  static void free(void* p, int ordinal) noexcept {
-    free_on_device(p, ordinal, [p] { return cudaFree(p); }, "cudaFree(device_buffer)");
+  static void free(void* p, const device_allocation& where) noexcept {
+    free_on_device(p, where, [p] { return cudaFree(p); }, "cudaFree(device_buffer)");
   }
 };
 struct pinned_memory_kind {
-  using place = int;  // the device ordinal
+  using place = device_allocation;
   static constexpr const char* name = "pinned_buffer";
   static constexpr bool host_iterable = true;
-  static void free(void* p, int ordinal) noexcept {
-    free_on_device(p, ordinal, [p] { return cudaFreeHost(p); }, "cudaFreeHost(pinned_buffer)");
+  static void free(void* p, const device_allocation& where) noexcept {
+    free_on_device(p, where, [p] { return cudaFreeHost(p); }, "cudaFreeHost(pinned_buffer)");
   }
 };
 struct managed_memory_kind {
-  using place = int;  // the device ordinal
+  using place = device_allocation;
   static constexpr const char* name = "managed_buffer";
   static constexpr bool host_iterable = true;
-  static void free(void* p, int ordinal) noexcept {
-    free_on_device(p, ordinal, [p] { return cudaFree(p); }, "cudaFree(managed_buffer)");
+  static void free(void* p, const device_allocation& where) noexcept {
+    free_on_device(p, where, [p] { return cudaFree(p); }, "cudaFree(managed_buffer)");
   }
 };
 
@@ -365,7 +414,7 @@ class device_buffer : public detail::memory_owner<T, detail::device_memory_kind>
  public:
   /// Allocates count elements on d (in d's primary context, or a context of d current already).
   /// Throws curt::out_of_memory when d has not enough; 0 elements allocate nothing.
-  device_buffer(curt::device d, std::size_t count) : base(nullptr, count, d.ordinal()) {
+  device_buffer(curt::device d, std::size_t count) : base(nullptr, count, {d.ordinal(), 0}) {
     std::size_t bytes = detail::checked_bytes<T>(count, "device_buffer", "count");
     if (bytes == 0) return;
     void* p = nullptr;
@@ -373,7 +422,7 @@ class device_buffer : public detail::memory_owner<T, detail::device_memory_kind>
     detail::check_call(cudaMalloc(&p, bytes), "cudaMalloc",
                        {{"bytes", static_cast<long long>(bytes)}, {"device", d.ordinal()}},
                        __FILE__, __LINE__);
-    this->own(static_cast<T*>(p));
+    this->own(static_cast<T*>(p), detail::allocated_on(d.ordinal(), p));
   }
   /// An empty owner: every use throws until a buffer is assigned.
   explicit device_buffer(no_handle_t) noexcept : base(detail::handle_state::empty) {}
@@ -384,15 +433,15 @@ class device_buffer : public detail::memory_owner<T, detail::device_memory_kind>
     (void)detail::checked_bytes<T>(count, "device_buffer", "adopt count");
     if (memory == nullptr && count != 0)
       detail::throw_adopt_null(detail::owner_name<T>("device_buffer"), count);
-    return device_buffer(memory, count, d.ordinal());
+    return device_buffer(memory, count, detail::allocated_on(d.ordinal(), memory));
   }
 
   device_buffer(device_buffer&&) noexcept = default;
   device_buffer& operator=(device_buffer&&) noexcept = default;
 
  private:
-  device_buffer(T* memory, std::size_t count, int ordinal) noexcept
-      : base(memory, count, ordinal) {}
+  device_buffer(T* memory, std::size_t count, detail::device_allocation where) noexcept
+      : base(memory, count, where) {}
 };
 
 /// count elements of T in page-locked host memory (cudaHostAlloc), allocated in device d's
@@ -404,7 +453,7 @@ class pinned_buffer : public detail::host_memory_owner<T, detail::pinned_memory_
 
  public:
   pinned_buffer(curt::device d, std::size_t count, pinned_flags flags = pinned_flags::none)
-      : base(nullptr, count, d.ordinal()), flags_(flags) {
+      : base(nullptr, count, {d.ordinal(), 0}), flags_(flags) {
     std::size_t bytes = detail::checked_bytes<T>(count, "pinned_buffer", "count");
     if (bytes == 0) return;
     void* p = nullptr;
@@ -414,7 +463,7 @@ class pinned_buffer : public detail::host_memory_owner<T, detail::pinned_memory_
                         {"flags", static_cast<long long>(flags)},
                         {"device", d.ordinal()}},
                        __FILE__, __LINE__);
-    this->own(static_cast<T*>(p));
+    this->own(static_cast<T*>(p), detail::allocated_on(d.ordinal(), p));
   }
   explicit pinned_buffer(no_handle_t) noexcept : base(detail::handle_state::empty) {}
 
@@ -425,7 +474,7 @@ class pinned_buffer : public detail::host_memory_owner<T, detail::pinned_memory_
     (void)detail::checked_bytes<T>(count, "pinned_buffer", "adopt count");
     if (memory == nullptr && count != 0)
       detail::throw_adopt_null(detail::owner_name<T>("pinned_buffer"), count);
-    return pinned_buffer(memory, count, d.ordinal(), flags);
+    return pinned_buffer(memory, count, detail::allocated_on(d.ordinal(), memory), flags);
   }
 
   pinned_flags flags() const noexcept { return flags_; }
@@ -442,9 +491,10 @@ class pinned_buffer : public detail::host_memory_owner<T, detail::pinned_memory_
                     __FILE__, __LINE__);
     if (host == nullptr) return nullptr;  // 0 elements
     void* p = nullptr;
-    device_guard guard(curt::device::from_ordinal_unchecked(this->place()));
+    const int ordinal = this->place().ordinal;
+    device_guard guard(curt::device::from_ordinal_unchecked(ordinal));
     detail::check_call(cudaHostGetDevicePointer(&p, host, 0), "cudaHostGetDevicePointer",
-                       {"pinned_buffer", {"device", this->place()}}, __FILE__, __LINE__);
+                       {"pinned_buffer", {"device", ordinal}}, __FILE__, __LINE__);
     return static_cast<T*>(p);
   }
 
@@ -452,8 +502,9 @@ class pinned_buffer : public detail::host_memory_owner<T, detail::pinned_memory_
   pinned_buffer& operator=(pinned_buffer&&) noexcept = default;
 
  private:
-  pinned_buffer(T* memory, std::size_t count, int ordinal, pinned_flags flags) noexcept
-      : base(memory, count, ordinal), flags_(flags) {}
+  pinned_buffer(T* memory, std::size_t count, detail::device_allocation where,
+                pinned_flags flags) noexcept
+      : base(memory, count, where), flags_(flags) {}
   pinned_flags flags_ = pinned_flags::none;
 };
 
@@ -471,7 +522,7 @@ class managed_buffer : public detail::host_memory_owner<T, detail::managed_memor
   /// `flags`: attach_flags::global (any stream may use it) or attach_flags::host (no stream
   /// until attach()).
   managed_buffer(curt::device d, std::size_t count, attach_flags flags = attach_flags::global)
-      : base(nullptr, count, d.ordinal()) {
+      : base(nullptr, count, {d.ordinal(), 0}) {
     std::size_t bytes = detail::checked_bytes<T>(count, "managed_buffer", "count");
     if (flags != attach_flags::global && flags != attach_flags::host)
       detail::raise(cudaErrorInvalidValue,
@@ -489,7 +540,7 @@ class managed_buffer : public detail::host_memory_owner<T, detail::managed_memor
                         {"flags", static_cast<long long>(flags)},
                         {"device", d.ordinal()}},
                        __FILE__, __LINE__);
-    this->own(static_cast<T*>(p));
+    this->own(static_cast<T*>(p), detail::allocated_on(d.ordinal(), p));
   }
   explicit managed_buffer(no_handle_t) noexcept : base(detail::handle_state::empty) {}
 
@@ -499,7 +550,7 @@ class managed_buffer : public detail::host_memory_owner<T, detail::managed_memor
     (void)detail::checked_bytes<T>(count, "managed_buffer", "adopt count");
     if (memory == nullptr && count != 0)
       detail::throw_adopt_null(detail::owner_name<T>("managed_buffer"), count);
-    return managed_buffer(memory, count, d.ordinal());
+    return managed_buffer(memory, count, detail::allocated_on(d.ordinal(), memory));
   }
 
   /// Which streams may use the whole allocation from the point this reaches in `stream`
@@ -520,8 +571,8 @@ class managed_buffer : public detail::host_memory_owner<T, detail::managed_memor
   managed_buffer& operator=(managed_buffer&&) noexcept = default;
 
  private:
-  managed_buffer(T* memory, std::size_t count, int ordinal) noexcept
-      : base(memory, count, ordinal) {}
+  managed_buffer(T* memory, std::size_t count, detail::device_allocation where) noexcept
+      : base(memory, count, where) {}
 };
 
 /// Page-locks host memory the program already has (cudaHostRegister) for the owner's lifetime,
@@ -533,7 +584,7 @@ class host_registration {
  public:
   host_registration(curt::device d, void* pointer, std::size_t bytes,
                     register_flags flags = register_flags::none)
-      : pointer_(pointer), bytes_(bytes), device_(d.ordinal()), flags_(flags) {
+      : pointer_(pointer), bytes_(bytes), where_{d.ordinal(), 0}, flags_(flags) {
     if (bytes == 0) return;
     if (pointer == nullptr)
       detail::raise(cudaErrorInvalidValue,
@@ -542,6 +593,7 @@ class host_registration {
     device_guard guard(d);
     cudaError_t status = cudaHostRegister(pointer, bytes, static_cast<unsigned>(flags));
     if (CURT_UNLIKELY(status != cudaSuccess)) fail(status, pointer, bytes, flags, d.ordinal());
+    where_ = detail::allocated_on(d.ordinal(), pointer);
   }
   /// Registers a contiguous range's elements (a std::vector, a std::array, ...), which must
   /// outlive the registration.
@@ -556,7 +608,7 @@ class host_registration {
       : pointer_(std::exchange(other.pointer_,
                                detail::state_handle<void*>(detail::handle_state::moved_from))),
         bytes_(std::exchange(other.bytes_, 0)),
-        device_(other.device_),
+        where_(other.where_),
         flags_(other.flags_) {}
   host_registration& operator=(host_registration&& other) noexcept {
     if (this != &other) {
@@ -564,7 +616,7 @@ class host_registration {
       pointer_ = std::exchange(other.pointer_,
                                detail::state_handle<void*>(detail::handle_state::moved_from));
       bytes_ = std::exchange(other.bytes_, 0);
-      device_ = other.device_;
+      where_ = other.where_;
       flags_ = other.flags_;
     }
     return *this;
@@ -581,7 +633,7 @@ class host_registration {
   register_flags flags() const noexcept { return flags_; }
   curt::device device() const {
     (void)usable("device()");
-    return curt::device::from_ordinal_unchecked(device_);
+    return curt::device::from_ordinal_unchecked(where_.ordinal);
   }
 
   /// The address kernels use for the memory (cudaHostGetDevicePointer); only when registered
@@ -595,9 +647,9 @@ class host_registration {
                     __FILE__, __LINE__);
     if (bytes_ == 0) return nullptr;
     void* p = nullptr;
-    device_guard guard(curt::device::from_ordinal_unchecked(device_));
+    device_guard guard(curt::device::from_ordinal_unchecked(where_.ordinal));
     detail::check_call(cudaHostGetDevicePointer(&p, host, 0), "cudaHostGetDevicePointer",
-                       {"registered memory", {"device", device_}}, __FILE__, __LINE__);
+                       {"registered memory", {"device", where_.ordinal}}, __FILE__, __LINE__);
     return p;
   }
 
@@ -619,7 +671,7 @@ class host_registration {
   void unregister() noexcept {
     if (!detail::is_state_handle(pointer_) && bytes_ != 0) {
       void* p = pointer_;
-      detail::free_on_device(p, device_, [p] { return cudaHostUnregister(p); },
+      detail::free_on_device(p, where_, [p] { return cudaHostUnregister(p); },
                              "cudaHostUnregister(host_registration)");
     }
     pointer_ = detail::state_handle<void*>(detail::handle_state::empty);
@@ -646,7 +698,7 @@ class host_registration {
 
   void* pointer_;
   std::size_t bytes_ = 0;
-  int device_ = -1;
+  detail::device_allocation where_{-1, 0};
   register_flags flags_ = register_flags::none;
 };
 

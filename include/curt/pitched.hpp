@@ -96,7 +96,7 @@ class pitched_owner {
   bool valid() const noexcept { return !is_state_handle(pointer_); }
   curt::device device() const {
     (void)usable("device()");
-    return curt::device::from_ordinal_unchecked(device_);
+    return curt::device::from_ordinal_unchecked(where_.ordinal);
   }
   /// The runtime's description: pointer, pitch, width in bytes, height.
   cudaPitchedPtr native() const {
@@ -115,7 +115,7 @@ class pitched_owner {
 
  protected:
   pitched_owner(int ordinal, std::size_t width, std::size_t height, std::size_t depth) noexcept
-      : pointer_(nullptr), width_(width), height_(height), depth_(depth), device_(ordinal) {}
+      : pointer_(nullptr), width_(width), height_(height), depth_(depth), where_{ordinal, 0} {}
   explicit pitched_owner(handle_state state) noexcept : pointer_(state_handle<T*>(state)) {}
   pitched_owner(pitched_owner&& other) noexcept
       : pointer_(std::exchange(other.pointer_, state_handle<T*>(handle_state::moved_from))),
@@ -123,7 +123,7 @@ class pitched_owner {
         height_(std::exchange(other.height_, 0)),
         depth_(std::exchange(other.depth_, Dimensions == 2 ? 1 : 0)),
         pitch_(std::exchange(other.pitch_, 0)),
-        device_(other.device_) {}
+        where_(other.where_) {}
   pitched_owner& operator=(pitched_owner&& other) noexcept {
     if (this != &other) {
       free();
@@ -132,7 +132,7 @@ class pitched_owner {
       height_ = std::exchange(other.height_, 0);
       depth_ = std::exchange(other.depth_, Dimensions == 2 ? 1 : 0);
       pitch_ = std::exchange(other.pitch_, 0);
-      device_ = other.device_;
+      where_ = other.where_;
     }
     return *this;
   }
@@ -141,6 +141,7 @@ class pitched_owner {
   void own(T* memory, std::size_t pitch_bytes) noexcept {
     pointer_ = memory;
     pitch_ = pitch_bytes;
+    where_ = allocated_on(where_.ordinal, memory);
   }
   std::size_t depth_value() const noexcept { return depth_; }
   T* usable(const char* operation) const {
@@ -155,7 +156,7 @@ class pitched_owner {
   void free() noexcept {
     if (!is_state_handle(pointer_) && pointer_ != nullptr) {
       T* p = pointer_;
-      free_on_device(p, device_, [p] { return cudaFree(p); }, "cudaFree(pitched buffer)");
+      free_on_device(p, where_, [p] { return cudaFree(p); }, "cudaFree(pitched buffer)");
     }
     pointer_ = state_handle<T*>(handle_state::empty);
   }
@@ -165,7 +166,7 @@ class pitched_owner {
   std::size_t height_ = 0;
   std::size_t depth_ = Dimensions == 2 ? 1 : 0;
   std::size_t pitch_ = 0;
-  int device_ = -1;
+  device_allocation where_{-1, 0};
 };
 
 }  // namespace detail

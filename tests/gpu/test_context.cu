@@ -30,6 +30,7 @@
 #include <curt/stream.hpp>
 #include <curt/unified_memory.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -517,6 +518,90 @@ TEST_CASE("a wait on an owner that outlived cudaDeviceReset is refused, not hand
   INFO("child output:\n" << child.output);
   CHECK(child.exit_code == 0);
   CHECK(child.output.find("STALE-OWNER-CHILD-REACHED-ITS-END") != std::string::npos);
+}
+
+// Runs only in a child process (hidden): it resets the device. After cudaDeviceReset a buffer's
+// memory is gone, and the driver hands its address to the next allocation of that size (seen on
+// the H200: the first one). Destroying the stale owner freed that live allocation, in whatever
+// context held it, silently: the free went by address. Now the owner remembers the allocation's
+// id, frees nothing and reports cudaErrorContextIsDestroyed. Round 0: the address is reused in
+// the primary context again and the owner dies on this thread; round 1: it is reused in a user
+// context U and the owner dies on a thread without a context (which keeps none).
+TEST_CASE("buffers that outlived a reset (child)", "[.][stale-buffer-child]") {
+  int count = 0;
+  REQUIRE(cudaGetDeviceCount(&count) == cudaSuccess);
+  const int ordinal = count - 1;  // device 1 where there are two
+  const std::size_t bytes = std::size_t(64) << 20;
+  curt_test::error_recorder errors;
+  for (int round = 0; round < 2; ++round) {
+    INFO("round " << round << (round == 0 ? " (primary context)" : " (user context)"));
+    REQUIRE(cudaSetDevice(ordinal) == cudaSuccess);
+    std::optional<curt::device_buffer<unsigned char>> stale(std::in_place, curt::device(ordinal),
+                                                            bytes);
+    void* const address = stale->data();
+    REQUIRE(cudaDeviceReset() == cudaSuccess);
+    std::optional<user_context> u;
+    if (round == 0) {
+      REQUIRE(cudaSetDevice(ordinal) == cudaSuccess);
+      REQUIRE(cudaFree(nullptr) == cudaSuccess);  // the primary context again
+    } else {
+      CURT_DRIVER_CALL(cuCtxSetCurrent, 4000, nullptr);
+      u.emplace(ordinal);  // current from here
+    }
+    const CUcontext live_context = current_context();
+    std::vector<void*> fresh;
+    void* reused = nullptr;
+    for (int i = 0; i < 8 && reused == nullptr; ++i) {
+      void* q = nullptr;
+      REQUIRE(cudaMalloc(&q, bytes) == cudaSuccess);
+      fresh.push_back(q);
+      if (q == address) reused = q;
+    }
+    INFO("stale address " << address << ", " << fresh.size() << " new allocations");
+    REQUIRE(reused != nullptr);  // the premise: without a reused address this proves nothing
+    const unsigned char pattern = static_cast<unsigned char>(curt_test::random_ints(1, 1, 254)[0]);
+    REQUIRE(cudaMemset(reused, pattern, bytes) == cudaSuccess);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+
+    const int reports_before = errors.count.load();
+    if (round == 0) {
+      stale.reset();
+    } else {
+      CURT_DRIVER_CALL(cuCtxSetCurrent, 4000, nullptr);
+      CUcontext left = nullptr;
+      on_fresh_thread([&] {
+        stale.reset();
+        left = current_context();
+      });
+      CHECK(left == nullptr);
+      CURT_DRIVER_CALL(cuCtxSetCurrent, 4000, live_context);
+    }
+    // One report that names the cause; the live allocation is still there, with its contents.
+    REQUIRE(errors.count.load() == reports_before + 1);
+    const std::string report = errors.message(static_cast<std::size_t>(reports_before));
+    INFO("report: " << report);
+    CHECK(report.find("cudaFree(device_buffer)") != std::string::npos);
+    CHECK(report.find("went with its context") != std::string::npos);
+    std::vector<unsigned char> back(bytes, static_cast<unsigned char>(pattern + 1));
+    REQUIRE(cudaMemcpy(back.data(), reused, bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+    CHECK(std::count(back.begin(), back.end(), pattern) == static_cast<std::ptrdiff_t>(bytes));
+    for (void* q : fresh) CHECK(cudaFree(q) == cudaSuccess);  // each freed once: by its owner
+    if (round == 1) CURT_DRIVER_CALL(cuCtxSetCurrent, 4000, nullptr);
+  }
+  std::printf("STALE-BUFFER-CHILD-REACHED-ITS-END\n");
+  std::fflush(stdout);
+}
+
+TEST_CASE("a buffer that outlived cudaDeviceReset frees nothing: a live allocation at its address "
+          "survives") {
+  if (curt_test::under_compute_sanitizer()) {
+    WARN("under compute-sanitizer: the child process is not run");
+    return;
+  }
+  curt_test::child_result child = curt_test::run_self("buffers that outlived a reset (child)");
+  INFO("child output:\n" << child.output);
+  CHECK(child.exit_code == 0);
+  CHECK(child.output.find("STALE-BUFFER-CHILD-REACHED-ITS-END") != std::string::npos);
 }
 
 // Runs only in a child process (hidden), where no context exists yet. A device-less query on a

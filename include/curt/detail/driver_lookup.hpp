@@ -59,6 +59,7 @@ using cuStreamWaitEvent_v3020 = int(CURT_DETAIL_DRIVER_API*)(CUstream stream, cu
 using cuPointerGetAttribute_v4000 = int(CURT_DETAIL_DRIVER_API*)(void* data, int attribute,
                                                                   unsigned long long pointer);
 inline constexpr int pointer_attribute_context = 1;         // CU_POINTER_ATTRIBUTE_CONTEXT
+inline constexpr int pointer_attribute_buffer_id = 7;       // CU_POINTER_ATTRIBUTE_BUFFER_ID
 inline constexpr int pointer_attribute_device_ordinal = 9;  // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
 using cuGraphDestroy_v10000 = int(CURT_DETAIL_DRIVER_API*)(cudaGraph_t graph);
 using cuGraphExecDestroy_v10000 = int(CURT_DETAIL_DRIVER_API*)(cudaGraphExec_t exec);
