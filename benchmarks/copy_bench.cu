@@ -7,6 +7,8 @@
 //                                    (median of the per-pair ratios). Directions: h2d (pinned
 //                                    host -> device), d2h (device -> pinned host), d2d; sizes
 //                                    4 KiB and 64 MiB.
+//   paired/copy_in_guard/<dir>/<size>  the same, with a curt::device_guard held around the loop
+//                                    (curt then skips its check for a current context)
 //   paired/control/h2d/<size>       the same pairing with raw on both sides: how far from 1.000
 //                                    the method itself lands (the A/A control), 4 KiB and 64 MiB
 //   gpu_time/copy/d2d_64MiB/<raw|curt>  GPU time of one 64 MiB device-to-device copy from CUDA
@@ -147,6 +149,14 @@ void paired_context_check(benchmark::State& state) {
       [&] { g->stream.synchronize(); });
 }
 
+// paired_copy with a curt::device_guard held around the whole loop, as a hot loop may hold one:
+// inside it curt skips its check for a current context, and both sides make only the raw call.
+template <direction D, std::size_t Bytes>
+void paired_copy_in_guard(benchmark::State& state) {
+  curt::device_guard on(g->stream.device());
+  paired_copy<D, Bytes>(state);
+}
+
 template <bool Curt>
 void gpu_time_d2d_large(benchmark::State& state) {
   curt::device_buffer<unsigned char>& a = g->large.device_a;
@@ -181,6 +191,11 @@ void setup(curt::device d) {
   add("paired/control/h2d/64MiB", paired_control<kLarge>)->MinTime(kLargeMinSeconds);
   add("paired/context_check/h2d/4KiB", paired_context_check<kSmall>);
   add("paired/context_check/h2d/64MiB", paired_context_check<kLarge>)->MinTime(kLargeMinSeconds);
+  add("paired/copy_in_guard/h2d/4KiB", paired_copy_in_guard<direction::h2d, kSmall>);
+  add("paired/copy_in_guard/h2d/64MiB", paired_copy_in_guard<direction::h2d, kLarge>)
+      ->MinTime(kLargeMinSeconds);
+  add("paired/copy_in_guard/d2h/64MiB", paired_copy_in_guard<direction::d2h, kLarge>)
+      ->MinTime(kLargeMinSeconds);
   add("gpu_time/copy/d2d_64MiB/raw", gpu_time_d2d_large<false>, true);
   add("gpu_time/copy/d2d_64MiB/curt", gpu_time_d2d_large<true>, true);
   // Warm-up: the first copies of each kind pay for lazy setup in the driver.

@@ -338,6 +338,10 @@ inline void set_current_device(device d) {
 
 namespace detail {
 
+// How many curt::device_guard the calling thread holds. Inside one a context is current (the
+// guard made sure of it), so the context check before each call on a stream is skipped there.
+inline thread_local int device_guards_held = 0;
+
 // The calling thread's current driver context; null when it has none.
 inline CUcontext current_context() {
   CUcontext context = nullptr;
@@ -623,8 +627,9 @@ class current_device_scope {
 /// device's (device 0's) primary context current and leave it so: this makes the stream's own
 /// context current for the scope instead (for a default stream, which names no context, the
 /// runtime's current device's primary context, as the runtime would). One cuCtxGetCurrent when a
-/// context is current: that check is inline and the rest out of line, because it runs before
-/// every copy and memset, where the driver's own work is a microsecond or two.
+/// context is current (none inside a device_guard): that check is inline and the rest out of line,
+/// because it runs before every copy and memset, where the driver's own work is a microsecond or
+/// two.
 /// A created stream whose context cannot be told (stream_context(): its capture was invalidated,
 /// and curt did not begin it; its context is lost), and for which the caller learnt none earlier
 /// (`known`), is refused here with the driver's code: any context curt could pick instead might
@@ -632,7 +637,7 @@ class current_device_scope {
 class stream_context_scope {
  public:
   explicit stream_context_scope(cudaStream_t stream, CUcontext known = nullptr) {
-    if (CURT_LIKELY(current_context() != nullptr)) return;
+    if (CURT_LIKELY(device_guards_held > 0 || current_context() != nullptr)) return;
     enter(stream, known);
   }
   stream_context_scope(const stream_context_scope&) = delete;
@@ -674,6 +679,10 @@ class stream_context_scope {
 /// no context when it had none, with the user's context when it had one. Every curt call that
 /// needs a device's context (creating streams and events, limits, kernel attributes, occupancy)
 /// goes through it.
+/// While a guard lives, curt's calls on streams (launches, copies, synchronize, ...) skip their
+/// check for a current context: hold one around a hot loop to pay only what the raw calls cost.
+/// Making no context current inside its scope (cuCtxPopCurrent, cuCtxSetCurrent(nullptr)) breaks
+/// that promise, and the guard's own pop at the end.
 class device_guard {
  public:
   explicit device_guard(device d) {
@@ -681,11 +690,15 @@ class device_guard {
     CURT_DETAIL_DRIVER_CALL(cuDeviceGet, 2000, &target, d.ordinal());
     if (detail::current_context() != nullptr) {
       CUdevice current = -1;
-      if (CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetDevice, 2000)(&current) == 0 && current == target)
+      if (CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetDevice, 2000)(&current) == 0 && current == target) {
+        ++detail::device_guards_held;
         return;
+      }
     }
     pushed_.push(primary_.retain(target));
+    ++detail::device_guards_held;
   }
+  ~device_guard() { --detail::device_guards_held; }  // before the members pop and release
   device_guard(const device_guard&) = delete;
   device_guard& operator=(const device_guard&) = delete;
 

@@ -412,6 +412,40 @@ TEST_CASE("device_guard inside a pushed context of its device changes nothing; n
   });
 }
 
+// Inside a device_guard curt skips its check for a current context before calls on a stream (the
+// guard made one current). The count of guards held must come back to 0 at the end of the last
+// one, or a thread without a context would skip the check for good and wake device 0.
+TEST_CASE("inside a device_guard stream calls skip the context check; after it they check again") {
+  curt::device d(0);
+  const std::size_t count = static_cast<std::size_t>(random_size());
+  const std::vector<int> in = curt_test::random_ints(count, -1000000, 1000000);
+  curt::stream s(d);
+  curt::device_buffer<int> buffer(d, count);
+  std::vector<int> inside(count, -7777777), outside(count, -7777777);
+  on_fresh_thread_noted([&](notes& n) {
+    NOTE_REQUIRE(n, current_context() == nullptr);
+    {
+      curt::device_guard outer(d);
+      NOTE_CHECK(n, curt::detail::device_guards_held == 1);
+      {
+        curt::device_guard inner(d);
+        NOTE_CHECK(n, curt::detail::device_guards_held == 2);
+      }
+      NOTE_CHECK(n, curt::detail::device_guards_held == 1);
+      curt::copy(buffer, in, s);
+      curt::copy(inside, buffer, s);
+      s.synchronize();
+    }
+    NOTE_CHECK(n, curt::detail::device_guards_held == 0);
+    NOTE_CHECK(n, current_context() == nullptr);
+    curt::copy(outside, buffer, s);  // checked again: runs in the stream's context, pops it
+    s.synchronize();
+    NOTE_CHECK(n, current_context() == nullptr);
+  });
+  CHECK(inside == in);
+  CHECK(outside == in);
+}
+
 TEST_CASE("waiting on itself is a no-op that neither blocks nor fails") {
   curt::device d(0);
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
