@@ -338,9 +338,30 @@ inline void set_current_device(device d) {
 
 namespace detail {
 
-// How many curt::device_guard the calling thread holds. Inside one a context is current (the
-// guard made sure of it), so the context check before each call on a stream is skipped there.
-inline thread_local int device_guards_held = 0;
+// How many curt::device_guard a thread made that still live. Inside one a context is current
+// (the guard made sure of it), so the context check before each call on a stream is skipped
+// there. The thread and each of its live guards hold a reference: a guard destroyed on another
+// thread (in an object that dies there) still brings its maker's count down, also after the
+// maker ended.
+struct guard_count {
+  atomic<int> held{0};
+  atomic<int> references{1};  // the thread's own
+  void release() noexcept {
+    if (references.fetch_sub(1) == 1) delete this;
+  }
+};
+struct thread_guard_count {
+  guard_count* count = nullptr;  // made by the thread's first guard
+  ~thread_guard_count() {
+    if (count != nullptr) count->release();
+  }
+};
+inline thread_local thread_guard_count thread_guards;
+
+inline bool thread_holds_device_guard() noexcept {
+  const guard_count* count = thread_guards.count;
+  return count != nullptr && count->held.load(order::relaxed) > 0;
+}
 
 // The calling thread's current driver context; null when it has none.
 inline CUcontext current_context() {
@@ -637,7 +658,7 @@ class current_device_scope {
 class stream_context_scope {
  public:
   explicit stream_context_scope(cudaStream_t stream, CUcontext known = nullptr) {
-    if (CURT_LIKELY(device_guards_held > 0 || current_context() != nullptr)) return;
+    if (CURT_LIKELY(thread_holds_device_guard() || current_context() != nullptr)) return;
     enter(stream, known);
   }
   stream_context_scope(const stream_context_scope&) = delete;
@@ -691,21 +712,34 @@ class device_guard {
     if (detail::current_context() != nullptr) {
       CUdevice current = -1;
       if (CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetDevice, 2000)(&current) == 0 && current == target) {
-        ++detail::device_guards_held;
+        hold();
         return;
       }
     }
     pushed_.push(primary_.retain(target));
-    ++detail::device_guards_held;
+    hold();
   }
-  ~device_guard() { --detail::device_guards_held; }  // before the members pop and release
+  ~device_guard() {  // before the members pop and release
+    count_->held.fetch_sub(1, detail::order::relaxed);
+    count_->release();
+  }
   device_guard(const device_guard&) = delete;
   device_guard& operator=(const device_guard&) = delete;
 
  private:
+  // Counts this guard for the thread that made it (the count that thread's calls read).
+  void hold() {
+    detail::guard_count*& mine = detail::thread_guards.count;
+    if (mine == nullptr) mine = new detail::guard_count;
+    mine->references.fetch_add(1, detail::order::relaxed);
+    mine->held.fetch_add(1, detail::order::relaxed);
+    count_ = mine;
+  }
+
   // Declared in this order so that the pop comes before the release.
   detail::retained_primary_context primary_;
   detail::pushed_context pushed_;
+  detail::guard_count* count_ = nullptr;
 };
 
 inline curt::memory_info device::memory_info() const {

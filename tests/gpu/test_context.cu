@@ -426,17 +426,17 @@ TEST_CASE("inside a device_guard stream calls skip the context check; after it t
     NOTE_REQUIRE(n, current_context() == nullptr);
     {
       curt::device_guard outer(d);
-      NOTE_CHECK(n, curt::detail::device_guards_held == 1);
+      NOTE_CHECK(n, curt::detail::thread_holds_device_guard());
       {
         curt::device_guard inner(d);
-        NOTE_CHECK(n, curt::detail::device_guards_held == 2);
+        NOTE_CHECK(n, curt::detail::thread_holds_device_guard());
       }
-      NOTE_CHECK(n, curt::detail::device_guards_held == 1);
+      NOTE_CHECK(n, curt::detail::thread_holds_device_guard());
       curt::copy(buffer, in, s);
       curt::copy(inside, buffer, s);
       s.synchronize();
     }
-    NOTE_CHECK(n, curt::detail::device_guards_held == 0);
+    NOTE_CHECK(n, !curt::detail::thread_holds_device_guard());
     NOTE_CHECK(n, current_context() == nullptr);
     curt::copy(outside, buffer, s);  // checked again: runs in the stream's context, pops it
     s.synchronize();
@@ -444,6 +444,34 @@ TEST_CASE("inside a device_guard stream calls skip the context check; after it t
   });
   CHECK(inside == in);
   CHECK(outside == in);
+}
+
+// A guard destroyed on another thread (held in an object that dies there) must still end its
+// maker's skip: with the count stranded, a later call on that thread, with no context current,
+// went to the runtime unchecked, which made device 0's primary context current there. A guard made
+// while the user's context U is current pushes nothing, so destroying it elsewhere is harmless
+// otherwise.
+TEST_CASE("a device_guard destroyed on another thread no longer counts for the thread that made it") {
+  curt::device d(0);
+  const std::size_t count = static_cast<std::size_t>(random_size());
+  const std::vector<int> in = curt_test::random_ints(count, -1000000, 1000000);
+  std::vector<int> out(count, -7777777);
+  on_fresh_thread_noted([&](notes& n) {
+    user_context u(0);  // current on this thread
+    curt::stream s(d);  // made in U
+    curt::device_buffer<int> buffer(d, count);
+    auto* guard = new curt::device_guard(d);  // U is of d: the guard pushes nothing
+    std::thread([guard] { delete guard; }).join();
+    CUcontext popped = nullptr;
+    CURT_DRIVER_CALL(cuCtxPopCurrent, 4000, &popped);
+    NOTE_REQUIRE(n, popped == u.get() && current_context() == nullptr);
+    curt::copy(buffer, in, s);  // checked: run in U, popped again
+    curt::copy(out, buffer, s);
+    s.synchronize();
+    NOTE_CHECK(n, current_context() == nullptr);
+    CURT_DRIVER_CALL(cuCtxPushCurrent, 4000, u.get());  // for the owners' destructors
+  });
+  CHECK(out == in);
 }
 
 TEST_CASE("waiting on itself is a no-op that neither blocks nor fails") {
