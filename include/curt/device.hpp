@@ -556,14 +556,22 @@ inline CUdevice keep_primary_context(int ordinal) {
   return device;
 }
 
-// The context `memory` was allocated in, which the driver tells on any thread (no context
-// needed); null for memory that names none (pool memory, memory CUDA does not know). Throws
-// when the driver function cannot be looked up (at exit, the runtime unloading): not noexcept.
+// Asks the driver for `attribute` (a CU_POINTER_ATTRIBUTE_*) of `memory` into `data`, on any
+// thread (no context needed); returns the driver's status, CUDA_ERROR_INVALID_VALUE for an
+// address it does not know. Throws when the driver function cannot be looked up (at exit, the
+// runtime unloading): not noexcept, nor are its callers.
+inline int query_pointer_attribute(void* data, int attribute, const void* memory) {
+  const auto address = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(memory));
+  return CURT_DETAIL_DRIVER_FUNCTION(cuPointerGetAttribute, 4000)(data, attribute, address);
+}
+
+// The context `memory` was allocated in; null for memory that names none (pool memory, memory
+// CUDA does not know).
 inline CUcontext memory_context(const void* memory) {
   CUcontext context = nullptr;
-  const auto address = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(memory));
-  const auto get = CURT_DETAIL_DRIVER_FUNCTION(cuPointerGetAttribute, 4000);
-  return get(&context, driver_fn::pointer_attribute_context, address) == 0 ? context : nullptr;
+  return query_pointer_attribute(&context, driver_fn::pointer_attribute_context, memory) == 0
+             ? context
+             : nullptr;
 }
 
 /// Asks for current_device_scope's form for calls whose answer does not depend on the context.
@@ -631,10 +639,10 @@ class current_device_scope {
       pushed_.push(context);
       return;
     }
-    const auto get = CURT_DETAIL_DRIVER_FUNCTION(cuPointerGetAttribute, 4000);
-    const auto address = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(memory));
     int ordinal = -1;
-    if (get(&ordinal, driver_fn::pointer_attribute_device_ordinal, address) == 0 && ordinal >= 0)
+    if (query_pointer_attribute(&ordinal, driver_fn::pointer_attribute_device_ordinal, memory) ==
+            0 &&
+        ordinal >= 0)
       enter(ordinal);  // pool memory names no context
     else
       enter_any();  // memory CUDA does not know

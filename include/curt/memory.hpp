@@ -318,12 +318,9 @@ class host_memory_owner : public memory_owner<T, Kind> {
   using base::base;
 };
 
-// Asks the driver for the process-unique id of the allocation `memory` lies in (on any thread, no
-// context needed) and returns its status: CUDA_ERROR_INVALID_VALUE for an address it does not know.
+// The driver's process-unique id of the allocation `memory` lies in, into `id`; the driver's status.
 inline int query_allocation_id(const void* memory, unsigned long long& id) {
-  const auto address = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(memory));
-  const auto get = CURT_DETAIL_DRIVER_FUNCTION(cuPointerGetAttribute, 4000);
-  return get(&id, driver_fn::pointer_attribute_buffer_id, address);
+  return query_pointer_attribute(&id, driver_fn::pointer_attribute_buffer_id, memory);
 }
 /// Where an owner's memory was allocated: `ordinal` and the allocation's id (0: not known).
 inline device_allocation allocated_on(int ordinal, const void* memory) noexcept {
@@ -702,14 +699,6 @@ class host_registration {
   register_flags flags_ = register_flags::none;
 };
 
-}  // namespace curt
-
-// The driver function behind pointer_info::pool, declared exactly as <cudaTypedefs.h> does.
-typedef CUresult(CUDAAPI* PFN_cuPointerGetAttribute_v4000)(void* data, CUpointer_attribute attribute,
-                                                           CUdeviceptr_v2 ptr);
-
-namespace curt {
-
 /// Which kind of memory a pointer points into (cudaMemoryType).
 enum class memory_kind {
   unregistered = cudaMemoryTypeUnregistered,  ///< pageable host memory, or not CUDA's at all
@@ -750,15 +739,13 @@ inline pointer_info pointer_attributes(const void* pointer) {
   info.host_pointer = native.hostPointer;
   if (info.kind == memory_kind::unregistered) return info;
   CUmemoryPool pool = nullptr;
-  CUresult status = CURT_DETAIL_DRIVER_LOOKUP(PFN_cuPointerGetAttribute_v4000,
-                                              "cuPointerGetAttribute", 4000)(
-      &pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
-      static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(pointer)));
+  const int status =
+      detail::query_pointer_attribute(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, pointer);
   if (status == CUDA_SUCCESS)
     info.pool = reinterpret_cast<cudaMemPool_t>(pool);
   else if (info.kind != memory_kind::host)
-    detail::check(status, "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE)", __FILE__,
-                  __LINE__);
+    detail::check_driver(status, "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE)",
+                         __FILE__, __LINE__);
   return info;
 }
 
