@@ -350,16 +350,37 @@ struct guard_count {
     if (references.fetch_sub(1) == 1) delete this;
   }
 };
-struct thread_guard_count {
-  guard_count* count = nullptr;  // made by the thread's first guard
-  ~thread_guard_count() {
-    if (count != nullptr) count->release();
+// The calling thread's count, made by its first guard. A plain pointer, with no destructor of
+// its own: the thread's thread_local objects made before its first guard are destroyed after
+// the thread gave its reference back, and a curt call in their destructors reads null here (and
+// makes its check) instead of a freed count.
+inline thread_local guard_count* thread_guards = nullptr;
+struct thread_guards_release {
+  ~thread_guards_release() {
+    if (guard_count* count = std::exchange(thread_guards, nullptr)) count->release();
   }
 };
-inline thread_local thread_guard_count thread_guards;
+
+// A guard's part: counts it for the calling thread; the guard hands the result to uncount_guard
+// when it dies, on whichever thread. (A guard made in a thread_local destructor after the thread
+// gave its reference back leaves its small count behind when the thread ends.)
+inline guard_count* count_guard() {
+  if (thread_guards == nullptr) {
+    thread_guards = new guard_count;
+    static thread_local thread_guards_release release_at_thread_exit;
+    (void)release_at_thread_exit;
+  }
+  thread_guards->references.fetch_add(1, order::relaxed);
+  thread_guards->held.fetch_add(1, order::relaxed);
+  return thread_guards;
+}
+inline void uncount_guard(guard_count* count) noexcept {
+  count->held.fetch_sub(1, order::relaxed);
+  count->release();
+}
 
 inline bool thread_holds_device_guard() noexcept {
-  const guard_count* count = thread_guards.count;
+  const guard_count* count = thread_guards;
   return count != nullptr && count->held.load(order::relaxed) > 0;
 }
 
@@ -720,34 +741,22 @@ class device_guard {
     if (detail::current_context() != nullptr) {
       CUdevice current = -1;
       if (CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetDevice, 2000)(&current) == 0 && current == target) {
-        hold();
+        count_ = detail::count_guard();
         return;
       }
     }
     pushed_.push(primary_.retain(target));
-    hold();
+    count_ = detail::count_guard();
   }
-  ~device_guard() {  // before the members pop and release
-    count_->held.fetch_sub(1, detail::order::relaxed);
-    count_->release();
-  }
+  ~device_guard() { detail::uncount_guard(count_); }  // before the members pop and release
   device_guard(const device_guard&) = delete;
   device_guard& operator=(const device_guard&) = delete;
 
  private:
-  // Counts this guard for the thread that made it (the count that thread's calls read).
-  void hold() {
-    detail::guard_count*& mine = detail::thread_guards.count;
-    if (mine == nullptr) mine = new detail::guard_count;
-    mine->references.fetch_add(1, detail::order::relaxed);
-    mine->held.fetch_add(1, detail::order::relaxed);
-    count_ = mine;
-  }
-
   // Declared in this order so that the pop comes before the release.
   detail::retained_primary_context primary_;
   detail::pushed_context pushed_;
-  detail::guard_count* count_ = nullptr;
+  detail::guard_count* count_ = nullptr;  // the count of the thread that made the guard
 };
 
 inline curt::memory_info device::memory_info() const {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <type_traits>
 
 namespace {
@@ -323,4 +324,44 @@ TEST_CASE("a failed call is described with its arguments, words and named number
     CHECK(e.status() == cudaErrorInvalidValue);
   }
   CHECK_NOTHROW(curt::detail::check_call(cudaSuccess, "cudaFine", {{"device", 0}}, "here.cpp", 8));
+}
+
+// ---- the count of device_guards a thread holds ------------------------------------------------
+
+// What a curt call in the destructor of a thread_local (a stream synchronized, a buffer freed)
+// learnt about the thread's guards: 1 held, 0 none, -1 not asked.
+std::atomic<int> late_answer{-1};
+struct late_reader {
+  ~late_reader() { late_answer = curt::detail::thread_holds_device_guard() ? 1 : 0; }
+};
+
+// A thread_local made before the thread's first device_guard is destroyed after the thread gave
+// its count back. Its destructor's stream calls ask whether the thread holds a guard: they read
+// the freed count (ASan: heap-use-after-free), where garbage could skip the context check. The
+// guard's counting (count_guard / uncount_guard) needs no GPU; the guard adds only the context.
+TEST_CASE("a thread_local destroyed after the thread's guard count reads no freed memory") {
+  late_answer = -1;
+  int inside = -1;
+  std::thread([&] {
+    static thread_local late_reader reader;  // made first: destroyed last
+    (void)reader;
+    curt::detail::guard_count* count = curt::detail::count_guard();
+    inside = curt::detail::thread_holds_device_guard() ? 1 : 0;
+    curt::detail::uncount_guard(count);
+  }).join();
+  CHECK(inside == 1);
+  CHECK(late_answer == 0);
+}
+
+// A guard destroyed on another thread brings its maker's count down, also after the maker ended.
+TEST_CASE("a guard's count comes down on whichever thread the guard ends") {
+  curt::detail::guard_count* count = nullptr;
+  bool held_after = true;
+  std::thread maker([&] { count = curt::detail::count_guard(); });
+  maker.join();  // the maker ended: its own reference is given back, the guard's is not
+  REQUIRE(count != nullptr);
+  CHECK(count->held.load() == 1);
+  std::thread([&] { curt::detail::uncount_guard(count); }).join();  // frees it: ASan checks
+  std::thread([&] { held_after = curt::detail::thread_holds_device_guard(); }).join();
+  CHECK_FALSE(held_after);
 }
