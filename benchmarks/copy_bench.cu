@@ -8,7 +8,7 @@
 //                                    host -> device), d2h (device -> pinned host), d2d; sizes
 //                                    4 KiB and 64 MiB.
 //   paired/copy_in_guard/<dir>/<size>  the same, with a curt::device_guard held around the loop
-//                                    (curt then skips its check for a current context)
+//                                    (curt's context check is one cuCtxGetCurrent all the same)
 //   paired/control/h2d/<size>       the same pairing with raw on both sides: how far from 1.000
 //                                    the method itself lands (the A/A control), 4 KiB and 64 MiB
 //   gpu_time/copy/d2d_64MiB/<raw|curt>  GPU time of one 64 MiB device-to-device copy from CUDA
@@ -126,7 +126,8 @@ void paired_control(benchmark::State& state) {
 }
 
 // What curt's context check costs by itself: raw against raw preceded by the check that
-// curt::copy makes (detail::stream_context_scope: one cuCtxGetCurrent on a thread with a context).
+// curt::copy makes (detail::context_scope(for_stream, ...): one cuCtxGetCurrent on a thread with a
+// context).
 template <std::size_t Bytes>
 void paired_context_check(benchmark::State& state) {
   buffers& b = Bytes == kSmall ? g->small : g->large;
@@ -142,7 +143,7 @@ void paired_context_check(benchmark::State& state) {
       },
       [&] {
         for (int i = 0; i < batch; ++i) {
-          curt::detail::stream_context_scope in_context(raw_stream);
+          curt::detail::context_scope in_context(curt::detail::for_stream, raw_stream);
           (void)cudaMemcpyAsync(a_p, host_p, Bytes, cudaMemcpyDefault, raw_stream);
         }
       },
@@ -150,7 +151,7 @@ void paired_context_check(benchmark::State& state) {
 }
 
 // paired_copy with a curt::device_guard held around the whole loop, as a hot loop may hold one:
-// inside it curt skips its check for a current context, and both sides make only the raw call.
+// a context is current throughout, so curt's check finds it with one cuCtxGetCurrent.
 template <direction D, std::size_t Bytes>
 void paired_copy_in_guard(benchmark::State& state) {
   curt::device_guard on(g->stream.device());

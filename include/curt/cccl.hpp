@@ -1,15 +1,4 @@
-// curt/cccl.hpp: curt streams as CCCL's cuda::stream_ref. Separate from stream.hpp so that only
-// translation units that use CCCL pay for its headers.
-//   cuda::stream_ref r = stream.cccl();     curt::stream_ref s = r;   // (implicit, any header)
+// curt/cccl.hpp: kept for its public path; the header lives in curt/execution/cccl.hpp.
 #pragma once
 
-#include <curt/stream.hpp>
-
-#include <cuda/stream_ref>
-
-namespace curt {
-
-/// The same stream as CCCL's cuda::stream_ref (also stream_ref::cccl()).
-inline ::cuda::stream_ref to_cccl(stream_ref s) { return ::cuda::stream_ref(s.get()); }
-
-}  // namespace curt
+#include <curt/execution/cccl.hpp>

@@ -82,7 +82,7 @@ class pinned_bytes {
  public:
   explicit pinned_bytes(std::size_t n) : n_(n) { CURT_CHECK(cudaMallocHost(&data_, n ? n : 1)); }
   ~pinned_bytes() {
-    curt::detail::check_noexcept(cudaFreeHost(data_), "cudaFreeHost(test)", __FILE__, __LINE__);
+    curt::detail::report(cudaFreeHost(data_), "cudaFreeHost(test)", __FILE__, __LINE__);
   }
   pinned_bytes(const pinned_bytes&) = delete;
   pinned_bytes& operator=(const pinned_bytes&) = delete;
@@ -108,7 +108,7 @@ class managed_bytes {
   }
   ~managed_bytes() {
     if (allocation_ == nullptr) return;  // moved from
-    curt::detail::check_noexcept(cudaFree(allocation_), "cudaFree(managed test)", __FILE__, __LINE__);
+    curt::detail::report(cudaFree(allocation_), "cudaFree(managed test)", __FILE__, __LINE__);
   }
   managed_bytes(managed_bytes&& other) noexcept
       : allocation_(std::exchange(other.allocation_, nullptr)),

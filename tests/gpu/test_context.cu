@@ -1,6 +1,7 @@
 // Driver contexts: curt never leaves a context behind on a thread that had none, never replaces a
 // context the user made current, device_guard nests exactly, and stream.wait(stream) works in any
-// context, also after cudaDeviceReset (whose primary context keeps its handle but not its id).
+// context, also after a cudaDeviceReset that no curt owner outlived (owners alive across a reset
+// are outside curt's contract; its own caches, of primary contexts among them, are not).
 //
 // Kernels compute on fresh random inputs in [1, 2) into outputs poisoned with 0xFF bytes (NaN as
 // float) and are compared with the same arithmetic on the CPU. The producer in the cross-stream
@@ -67,7 +68,7 @@ float square_plus_ref(float v, float c) { return v * v + c; }
 int random_size() { return curt_test::random_ints(1, 3000, 9000)[0]; }
 float random_coefficient() { return curt_test::random_floats(1, 0.5f, 2.0f)[0]; }
 
-CUcontext context_of(cudaStream_t s) {
+CUcontext driver_context_of(cudaStream_t s) {
   CUcontext context = nullptr;
   CURT_DRIVER_CALL(cuStreamGetCtx, 9020, s, &context);
   return context;
@@ -258,11 +259,14 @@ TEST_CASE("a thread without a context keeps none: creation, queries, occupancy, 
     curt::stream_ref::legacy_default().wait(curt::stream_ref(s));
     step(left_behind, "legacy_default().wait(stream_ref)");
     s.synchronize();
-    // Passed to the runtime unchanged (documented): reported, not judged.
     done.record(s);
-    step(undocumented, "event::record");
+    step(left_behind, "event::record");
     done.synchronize();
-    step(undocumented, "event::synchronize");
+    step(left_behind, "event::synchronize");
+    (void)done.ready();
+    step(left_behind, "event::ready");
+    s.wait(done);
+    step(left_behind, "stream.wait(event)");
   });
   REQUIRE(started_without);
   for (const std::string& what : left_behind) {
@@ -297,8 +301,8 @@ TEST_CASE("streams and events made under a user's driver context belong to it an
     {
       curt::stream s(d), other(d);
       NOTE_CHECK(n, current_context() == mine.get());
-      NOTE_CHECK(n, context_of(s) == mine.get());
-      NOTE_CHECK(n, context_of(other) == mine.get());
+      NOTE_CHECK(n, driver_context_of(s) == mine.get());
+      NOTE_CHECK(n, driver_context_of(other) == mine.get());
       curt::event e(d);
       NOTE_CHECK(n, current_context() == mine.get());
 
@@ -340,14 +344,14 @@ TEST_CASE("streams and events made under a user's driver context belong to it an
     }
     NOTE_CHECK(n, current_context() == mine.get());
   });
-  // The user's context is gone (cuCtxDestroy); a new one may reuse its handle: the per-thread wait
-  // event is checked against the context's id, so waits in the new one still work.
+  // The user's context is gone (cuCtxDestroy) with every owner made in it; a new one may reuse its
+  // handle: waits in the new one still work.
   on_fresh_thread_noted([&](notes& n) {
     for (int round = 0; round < 2; ++round) {
       user_context mine(0);
       {
         curt::stream p(d), c(d);
-        NOTE_REQUIRE(n, context_of(p) == mine.get());
+        NOTE_REQUIRE(n, driver_context_of(p) == mine.get());
         n.check_empty(wait_problem(p, c), round == 0 ? "context 0: c.wait(p)" : "context 1: c.wait(p)",
                       __LINE__);
       }
@@ -412,10 +416,9 @@ TEST_CASE("device_guard inside a pushed context of its device changes nothing; n
   });
 }
 
-// Inside a device_guard curt skips its check for a current context before calls on a stream (the
-// guard made one current). The count of guards held must come back to 0 at the end of the last
-// one, or a thread without a context would skip the check for good and wake device 0.
-TEST_CASE("inside a device_guard stream calls skip the context check; after it they check again") {
+// Copies on a stream inside a device_guard and after it, on a thread that had no context: the
+// data arrive, and the thread is left with none.
+TEST_CASE("copies inside a device_guard and after it leave the thread as it was") {
   curt::device d(0);
   const std::size_t count = static_cast<std::size_t>(random_size());
   const std::vector<int> in = curt_test::random_ints(count, -1000000, 1000000);
@@ -426,52 +429,21 @@ TEST_CASE("inside a device_guard stream calls skip the context check; after it t
     NOTE_REQUIRE(n, current_context() == nullptr);
     {
       curt::device_guard outer(d);
-      NOTE_CHECK(n, curt::detail::thread_holds_device_guard());
       {
         curt::device_guard inner(d);
-        NOTE_CHECK(n, curt::detail::thread_holds_device_guard());
+        NOTE_CHECK(n, current_context() != nullptr);
       }
-      NOTE_CHECK(n, curt::detail::thread_holds_device_guard());
       curt::copy(buffer, in, s);
       curt::copy(inside, buffer, s);
       s.synchronize();
     }
-    NOTE_CHECK(n, !curt::detail::thread_holds_device_guard());
     NOTE_CHECK(n, current_context() == nullptr);
-    curt::copy(outside, buffer, s);  // checked again: runs in the stream's context, pops it
+    curt::copy(outside, buffer, s);  // runs in the stream's context, popped again
     s.synchronize();
     NOTE_CHECK(n, current_context() == nullptr);
   });
   CHECK(inside == in);
   CHECK(outside == in);
-}
-
-// A guard destroyed on another thread (held in an object that dies there) must still end its
-// maker's skip: with the count stranded, a later call on that thread, with no context current,
-// went to the runtime unchecked, which made device 0's primary context current there. A guard made
-// while the user's context U is current pushes nothing, so destroying it elsewhere is harmless
-// otherwise.
-TEST_CASE("a device_guard destroyed on another thread no longer counts for the thread that made it") {
-  curt::device d(0);
-  const std::size_t count = static_cast<std::size_t>(random_size());
-  const std::vector<int> in = curt_test::random_ints(count, -1000000, 1000000);
-  std::vector<int> out(count, -7777777);
-  on_fresh_thread_noted([&](notes& n) {
-    user_context u(0);  // current on this thread
-    curt::stream s(d);  // made in U
-    curt::device_buffer<int> buffer(d, count);
-    auto* guard = new curt::device_guard(d);  // U is of d: the guard pushes nothing
-    std::thread([guard] { delete guard; }).join();
-    CUcontext popped = nullptr;
-    CURT_DRIVER_CALL(cuCtxPopCurrent, 4000, &popped);
-    NOTE_REQUIRE(n, popped == u.get() && current_context() == nullptr);
-    curt::copy(buffer, in, s);  // checked: run in U, popped again
-    curt::copy(out, buffer, s);
-    s.synchronize();
-    NOTE_CHECK(n, current_context() == nullptr);
-    CURT_DRIVER_CALL(cuCtxPushCurrent, 4000, u.get());  // for the owners' destructors
-  });
-  CHECK(out == in);
 }
 
 TEST_CASE("waiting on itself is a no-op that neither blocks nor fails") {
@@ -510,10 +482,10 @@ TEST_CASE("stream.wait(stream) works before and after cudaDeviceReset on the sam
   CUcontext before = nullptr;
   {
     curt::stream p(d), c(d);
-    before = context_of(p);
+    before = driver_context_of(p);
     CURT_DRIVER_CALL(cuCtxGetId, 12000, before, &id_before);
-    check_wait_for_stream(p, c);  // caches this thread's wait event of the primary context
-    check_wait_for_stream(curt::stream_ref(p), c);  // through a ref: the general path
+    check_wait_for_stream(p, c);  // through the owner's own event
+    check_wait_for_stream(curt::stream_ref(p), c);  // through a ref: a temporary event
     check_wait_for_stream(c, p, 10ms);
   }  // every owner is gone before the reset
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
@@ -521,12 +493,12 @@ TEST_CASE("stream.wait(stream) works before and after cudaDeviceReset on the sam
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   {
     curt::stream p(d), c(d);
-    CUcontext after = context_of(p);
+    CUcontext after = driver_context_of(p);
     CURT_DRIVER_CALL(cuCtxGetId, 12000, after, &id_after);
     INFO("primary context " << before << " (id " << id_before << ") -> " << after << " (id "
                             << id_after << ")");
     CHECK(id_after != id_before);
-    // The cached event died with the reset: a wait through it would fail or not wait at all.
+    // curt's cached primary context was reset: new owners must still work in it.
     for (int round = 0; round < 2; ++round) {
       INFO("round " << round);
       check_wait_for_stream(p, c);
@@ -536,7 +508,7 @@ TEST_CASE("stream.wait(stream) works before and after cudaDeviceReset on the sam
     c.wait(c);
     CHECK(cudaGetLastError() == cudaSuccess);
   }
-  // A second reset, waited across from a fresh thread too (its own cached event).
+  // A second reset, waited across from a fresh thread too.
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   REQUIRE(cudaDeviceReset() == cudaSuccess);
   on_fresh_thread_noted([&](notes& n) {
@@ -549,121 +521,6 @@ TEST_CASE("stream.wait(stream) works before and after cudaDeviceReset on the sam
     curt::stream p(d), c(d);
     check_wait_for_stream(p, c);
   }
-}
-
-// Runs only in a child process (hidden): it resets the device. An owner made before the reset and
-// waited on last by this thread (the remembered entry) must be refused with
-// cudaErrorContextIsDestroyed, not handed to the driver with its dead stream and event (which
-// crashed the process).
-TEST_CASE("waiting on an owner that outlived a reset (child)", "[.][stale-owner-child]") {
-  curt::device d(0);
-  REQUIRE(cudaSetDevice(0) == cudaSuccess);
-  curt::stream a(d), b(d);
-  a.wait(b);  // the thread's remembered entry is b's context now
-  a.synchronize();
-  REQUIRE(cudaDeviceReset() == cudaSuccess);
-  curt_test::require_cuda_error([&] { a.wait(b); }, cudaErrorContextIsDestroyed,
-                                {"wait(stream)", "destroyed"});
-  std::printf("STALE-OWNER-CHILD-REACHED-ITS-END\n");
-  std::fflush(stdout);
-  // The owners' handles died with the context: the process ends without destroying them.
-  (void)a.release();
-  (void)b.release();
-}
-
-TEST_CASE("a wait on an owner that outlived cudaDeviceReset is refused, not handed to the driver") {
-  if (curt_test::under_compute_sanitizer()) {
-    WARN("under compute-sanitizer: the child process is not run");
-    return;
-  }
-  curt_test::child_result child = curt_test::run_self("waiting on an owner that outlived a reset (child)");
-  INFO("child output:\n" << child.output);
-  CHECK(child.exit_code == 0);
-  CHECK(child.output.find("STALE-OWNER-CHILD-REACHED-ITS-END") != std::string::npos);
-}
-
-// Runs only in a child process (hidden): it resets the device. After cudaDeviceReset a buffer's
-// memory is gone, and the driver hands its address to the next allocation of that size (seen on
-// the H200: the first one). Destroying the stale owner freed that live allocation, in whatever
-// context held it, silently: the free went by address. Now the owner remembers the allocation's
-// id, frees nothing and reports cudaErrorContextIsDestroyed. Round 0: the address is reused in
-// the primary context again and the owner dies on this thread; round 1: it is reused in a user
-// context U and the owner dies on a thread without a context (which keeps none).
-TEST_CASE("buffers that outlived a reset (child)", "[.][stale-buffer-child]") {
-  int count = 0;
-  REQUIRE(cudaGetDeviceCount(&count) == cudaSuccess);
-  const int ordinal = count - 1;  // device 1 where there are two
-  const std::size_t bytes = std::size_t(64) << 20;
-  curt_test::error_recorder errors;
-  for (int round = 0; round < 2; ++round) {
-    INFO("round " << round << (round == 0 ? " (primary context)" : " (user context)"));
-    REQUIRE(cudaSetDevice(ordinal) == cudaSuccess);
-    std::optional<curt::device_buffer<unsigned char>> stale(std::in_place, curt::device(ordinal),
-                                                            bytes);
-    void* const address = stale->data();
-    REQUIRE(cudaDeviceReset() == cudaSuccess);
-    std::optional<user_context> u;
-    if (round == 0) {
-      REQUIRE(cudaSetDevice(ordinal) == cudaSuccess);
-      REQUIRE(cudaFree(nullptr) == cudaSuccess);  // the primary context again
-    } else {
-      CURT_DRIVER_CALL(cuCtxSetCurrent, 4000, nullptr);
-      u.emplace(ordinal);  // current from here
-    }
-    const CUcontext live_context = current_context();
-    std::vector<void*> fresh;
-    void* reused = nullptr;
-    for (int i = 0; i < 8 && reused == nullptr; ++i) {
-      void* q = nullptr;
-      REQUIRE(cudaMalloc(&q, bytes) == cudaSuccess);
-      fresh.push_back(q);
-      if (q == address) reused = q;
-    }
-    INFO("stale address " << address << ", " << fresh.size() << " new allocations");
-    REQUIRE(reused != nullptr);  // the premise: without a reused address this proves nothing
-    const unsigned char pattern = static_cast<unsigned char>(curt_test::random_ints(1, 1, 254)[0]);
-    REQUIRE(cudaMemset(reused, pattern, bytes) == cudaSuccess);
-    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-
-    const int reports_before = errors.count.load();
-    if (round == 0) {
-      stale.reset();
-    } else {
-      CURT_DRIVER_CALL(cuCtxSetCurrent, 4000, nullptr);
-      CUcontext left = nullptr;
-      on_fresh_thread([&] {
-        stale.reset();
-        left = current_context();
-      });
-      CHECK(left == nullptr);
-      CURT_DRIVER_CALL(cuCtxSetCurrent, 4000, live_context);
-    }
-    // One report that names the cause; the live allocation is still there, with its contents.
-    REQUIRE(errors.count.load() == reports_before + 1);
-    const std::string report = errors.message(static_cast<std::size_t>(reports_before));
-    INFO("report: " << report);
-    CHECK(report.find("cudaFree(device_buffer)") != std::string::npos);
-    CHECK(report.find("went with its context") != std::string::npos);
-    std::vector<unsigned char> back(bytes, static_cast<unsigned char>(pattern + 1));
-    REQUIRE(cudaMemcpy(back.data(), reused, bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
-    CHECK(std::count(back.begin(), back.end(), pattern) == static_cast<std::ptrdiff_t>(bytes));
-    for (void* q : fresh) CHECK(cudaFree(q) == cudaSuccess);  // each freed once: by its owner
-    if (round == 1) CURT_DRIVER_CALL(cuCtxSetCurrent, 4000, nullptr);
-  }
-  std::printf("STALE-BUFFER-CHILD-REACHED-ITS-END\n");
-  std::fflush(stdout);
-}
-
-TEST_CASE("a buffer that outlived cudaDeviceReset frees nothing: a live allocation at its address "
-          "survives") {
-  if (curt_test::under_compute_sanitizer()) {
-    WARN("under compute-sanitizer: the child process is not run");
-    return;
-  }
-  curt_test::child_result child = curt_test::run_self("buffers that outlived a reset (child)");
-  INFO("child output:\n" << child.output);
-  CHECK(child.exit_code == 0);
-  CHECK(child.output.find("STALE-BUFFER-CHILD-REACHED-ITS-END") != std::string::npos);
 }
 
 // Runs only in a child process (hidden), where no context exists yet. A device-less query on a
@@ -826,6 +683,7 @@ TEST_CASE("work on a stream of a context that is not current (child)", "[.][othe
     REQUIRE(state == cudaStreamCaptureStatusInvalidated);
   });
   on_fresh_thread([&] {
+    // Runtime calls need the stream's context, which the driver no longer tells: refused there.
     auto refused = [&](const char* what, auto operation) {
       curt_test::require_cuda_error(operation, cudaErrorStreamCaptureInvalidated,
                                     {"cuStreamGetCtx", "no current context"});
@@ -834,14 +692,19 @@ TEST_CASE("work on a stream of a context that is not current (child)", "[.][othe
     refused("copy to the device", [&] { curt::copy(da, in, s); });
     refused("copy to the host", [&] { curt::copy(out, db, s); });
     refused("fill", [&] { curt::fill(da, value, s); });
-    refused("launch", [&] {
+    refused("host_call", [&] { s.host_call([] {}); });
+    // Driver calls run in the stream's own context, where the driver refuses them itself.
+    auto refused_by_driver = [&](const char* what, auto operation, const char* call) {
+      curt_test::require_cuda_error(operation, cudaErrorStreamCaptureInvalidated, {call});
+      after(what);
+    };
+    refused_by_driver("launch", [&] {
       curt::launch(s, curt::launch_config(dim3(blocks_for(n)), dim3(block_size)),
                    curt_test::slow_affine_int, static_cast<const int*>(a), b, n, 1, 0, 0ull);
-    });
-    refused("ready", [&] { (void)s.ready(); });
-    refused("host_call", [&] { s.host_call([] {}); });
-    // A wait on it, from an idle stream of U (whose own context the driver tells).
-    refused("wait on it", [&] { idle.wait(s); });
+    }, "curt::launch");
+    refused_by_driver("ready", [&] { (void)s.ready(); }, "cuStreamQuery");
+    // A wait on it, from an idle stream of U: the temporary event needs s's context.
+    refused_by_driver("wait on it", [&] { idle.wait(s); }, "cuStreamGetCtx");
   });
   in_user_context(mine.get(), [&] {
     cudaGraph_t graph = nullptr;
@@ -989,9 +852,9 @@ TEST_CASE("work on a stream of a context that is not current (child)", "[.][othe
     CHECK(reports.count.load() == 0);
   }
 
-  // 9. A stream forked into a capture curt began (idle.wait(s)) keeps its context to the capture's
-  // end too: once the capture is invalidated, joining it back (s.wait(idle), also the last step
-  // of error paths) fails with the capture's code, in the streams' context; the end forgets it.
+  // 9. A stream forked into a capture curt began (idle.wait(s)): once the capture is invalidated,
+  // joining it back (s.wait(idle), also the last step of error paths) fails with the capture's
+  // code and wakes no context, and the scope still ends the capture.
   on_fresh_thread([&] {
     std::optional<curt::capture_scope> scope;
     scope.emplace(s, curt::capture_mode::relaxed);
@@ -1004,14 +867,11 @@ TEST_CASE("work on a stream of a context that is not current (child)", "[.][othe
       CHECK(cudaStreamQuery(idle_handle) != cudaSuccess);  // invalidates the capture
       (void)cudaGetLastError();
     });
-    CHECK(curt::detail::stream_context(idle_handle) == mine.get());
     curt_test::require_cuda_error([&] { s.wait(idle); }, cudaErrorStreamCaptureInvalidated,
-                                  {"cuEventRecord(wait event, other stream)"});
+                                  {"the stream waited on"});
     after("join after the capture was invalidated");
     scope.reset();  // abandons the capture
     after("abandoning the capture");
-    CHECK(curt::detail::capture_contexts().find(idle_handle) == nullptr);
-    CHECK(curt::detail::capture_contexts().find(h) == nullptr);
   });
   CHECK(capture_state() == cudaStreamCaptureStatusNone);
   CHECK(reports.count.load() == 0);

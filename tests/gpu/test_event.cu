@@ -162,7 +162,7 @@ TEST_CASE("elapsed() works exactly for event_flags::timing, as with the raw flag
     float ms = 0.0f;
     CHECK((raw_elapsed(e.get(), e2.get(), &ms) == cudaSuccess) ==
           curt::has_flag(f.flags, curt::event_flags::timing));
-    check_elapsed_like_raw(e, e2, {"cudaEventElapsedTime(start, stop)", "event_flags::timing"});
+    check_elapsed_like_raw(e, e2, {"cuEventElapsedTime(start, stop)", "event_flags::timing"});
     if (curt::has_flag(f.flags, curt::event_flags::timing))
       CHECK(curt::elapsed(e, e2) >= curt::event_duration(100us) - timer_slack);
   }
@@ -277,7 +277,7 @@ TEST_CASE("elapsed() of an event made without event_flags::timing names the flag
   CHECK(raw_elapsed(timed.get(), untimed.get(), &ms) == cudaErrorInvalidResourceHandle);
   auto error = curt_test::require_cuda_error(
       [&] { (void)curt::elapsed(timed, untimed); }, cudaErrorInvalidResourceHandle,
-      {"cudaEventElapsedTime(start, stop)", "event_flags::timing"});
+      {"cuEventElapsedTime(start, stop)", "event_flags::timing"});
   CHECK_FALSE(error.from_driver());
   CHECK(cudaGetLastError() == cudaSuccess);
   // Either side, or both.
@@ -299,10 +299,10 @@ TEST_CASE("elapsed() of unrecorded or unfinished events is the raw API's error, 
   curt::event start(d, curt::event_flags::timing), stop(d, curt::event_flags::timing);
 
   SECTION("never recorded") {
-    check_elapsed_like_raw(start, stop, {"cudaEventElapsedTime(start, stop)", "be recorded"});
+    check_elapsed_like_raw(start, stop, {"cuEventElapsedTime(start, stop)", "be recorded"});
     s.record(start);
     s.synchronize();
-    check_elapsed_like_raw(start, stop, {"cudaEventElapsedTime(start, stop)", "be recorded"});
+    check_elapsed_like_raw(start, stop, {"cuEventElapsedTime(start, stop)", "be recorded"});
   }
   SECTION("recorded behind work that has not finished") {
     host_gate gate;
@@ -312,7 +312,7 @@ TEST_CASE("elapsed() of unrecorded or unfinished events is the raw API's error, 
     float ms = 0.0f;
     CHECK(raw_elapsed(start.get(), stop.get(), &ms) == cudaErrorNotReady);
     curt_test::require_cuda_error([&] { (void)curt::elapsed(start, stop); }, cudaErrorNotReady,
-                                  {"cudaEventElapsedTime(start, stop)", "synchronize first"});
+                                  {"cuEventElapsedTime(start, stop)", "synchronize first"});
     CHECK(cudaGetLastError() == cudaSuccess);
     gate.open();
     stop.synchronize();

@@ -373,15 +373,15 @@ TEST_CASE("a call that cannot be captured invalidates the capture, and curt says
           });
         },
         cudaErrorStreamCaptureUnsupported,
-        {"cudaStreamSynchronize", "while its stream is being captured", "invalidated the capture",
+        {"cuStreamSynchronize", "while its stream is being captured", "invalidated the capture",
          "usable again"});
-    CHECK(e.call() == "cudaStreamSynchronize(stream)");
+    CHECK(e.call() == "cuStreamSynchronize(stream)");
   }
   SECTION("in a scope: the illegal call throws, and end() says the capture was invalidated") {
     curt::capture_scope scope(s);
     curt::launch(s, config_for(n), affine, x.get(), y.get(), n, 2, 3, 0ull);
     require_cuda_error([&] { s.synchronize(); }, cudaErrorStreamCaptureUnsupported,
-                       {"cudaStreamSynchronize"});
+                       {"cuStreamSynchronize"});
     CHECK(curt::capture_info(s).status == curt::capture_status::invalidated);
     require_cuda_error([&] { (void)scope.graph(); }, cudaErrorStreamCaptureInvalidated,
                        {"invalidated"});
@@ -546,7 +546,7 @@ TEST_CASE("capture into an existing graph, after named nodes", "[graph]") {
 
 // CUDA 13.0 destroys the target of an invalidated or unjoined capture into an existing graph,
 // with the nodes it held before (attack9 claim 4 found it: the target's handle was invalid
-// afterwards). The owner must then neither use nor destroy the handle: curt says what happened.
+// afterwards). A curt::graph owner given as the target is then left empty: it destroys nothing.
 TEST_CASE("an invalidated or unjoined capture_to_graph: CUDA destroys the target, and its owner "
           "says so and destroys nothing",
           "[graph][api-error]") {
@@ -559,11 +559,11 @@ TEST_CASE("an invalidated or unjoined capture_to_graph: CUDA destroys the target
   const char* destroyed[] = {"CUDA destroyed the target graph", "every node it held"};
   auto require_gone = [&](curt::graph& target, const char* how) {
     INFO(how);
+    CHECK_FALSE(target.valid());
     require_cuda_error([&] { (void)target.node_count(); }, cudaErrorInvalidResourceHandle,
-                       {"curt::graph::node_count()", "CUDA destroyed this graph",
-                        "curt::capture_to_graph", "a new graph"});
+                       {"curt::graph::node_count()", "empty"});
     require_cuda_error([&] { (void)target.instantiate(); }, cudaErrorInvalidResourceHandle,
-                       {"curt::graph::instantiate()", "CUDA destroyed this graph"});
+                       {"curt::graph::instantiate()", "empty"});
     CHECK(cudaGetLastError() == cudaSuccess);
   };
   auto target_with_a_node = [&] {
@@ -598,7 +598,7 @@ TEST_CASE("an invalidated or unjoined capture_to_graph: CUDA destroys the target
           });
         },
         cudaErrorStreamCaptureUnsupported,
-        {"cudaStreamSynchronize", "invalidated the capture", destroyed[0], destroyed[1]});
+        {"cuStreamSynchronize", "invalidated the capture", destroyed[0], destroyed[1]});
     require_gone(target, "the work threw after invalidating the capture");
   }
   {
@@ -618,27 +618,8 @@ TEST_CASE("an invalidated or unjoined capture_to_graph: CUDA destroys the target
         cudaErrorStreamCaptureUnjoined, {"not joined back", destroyed[0], destroyed[1]});
     require_gone(target, "end() of an unjoined capture");
   }
-  {  // Through a graph_ref the owner is not known: curt knows the address, until it is reused.
-    curt::graph owner = target_with_a_node();
-    curt::graph_ref target = owner;
-    require_cuda_error(
-        [&] {
-          curt::capture_to_graph(s, target, [&](curt::stream_ref cs) {
-            curt::launch(cs, config_for(n), affine, static_cast<const int*>(x.get()), y.get(), n,
-                         a, b, 0ull);
-            (void)cudaStreamQuery(cs);
-          });
-        },
-        cudaErrorStreamCaptureInvalidated, {destroyed[0], destroyed[1]});
-    (void)cudaGetLastError();
-    require_cuda_error([&] { (void)target.node_count(); }, cudaErrorInvalidResourceHandle,
-                       {"CUDA destroyed this graph", "make a new graph"});
-    require_cuda_error([&] { (void)owner.instantiate(); }, cudaErrorInvalidResourceHandle,
-                       {"CUDA destroyed this graph"});
-  }  // the owner destroys nothing: curt knows the address
-  {  // attack10 claim 2: the old owner, still alive, is no alias of a new graph at its address
+  {  // attack10 claim 2: the old owner is no alias of a new graph at its address
     curt::graph target = target_with_a_node();
-    const cudaGraph_t old = target.get();
     require_cuda_error(
         [&] {
           curt::capture_to_graph(s, target, [&](curt::stream_ref cs) {
@@ -650,14 +631,9 @@ TEST_CASE("an invalidated or unjoined capture_to_graph: CUDA destroys the target
         cudaErrorStreamCaptureInvalidated, {destroyed[0]});
     (void)cudaGetLastError();
     std::vector<curt::graph> made;
-    bool reused = false;
-    for (int i = 0; i < 256 && !reused; ++i) {
-      made.push_back(curt::graph::create());
-      reused = made.back().get() == old;
-    }
+    for (int i = 0; i < 16; ++i) made.push_back(curt::graph::create());
     for (int i = 0; i < 3; ++i) curt::add_empty_node(made.back(), {});
-    INFO("a new graph took the destroyed one's address: " << reused);
-    require_gone(target, "the old owner, with a new graph made since");
+    require_gone(target, "the old owner, with new graphs made since");
     target = curt::graph(curt::no_handle);  // the old owner lets go: it destroys nothing
     CHECK(made.back().node_count() == 3);
     curt::graph_exec exec = made.back().instantiate();
@@ -1147,7 +1123,7 @@ TEST_CASE("a graph whose allocation outlives its launch runs again only once it 
     curt::graph_exec exec = g.instantiate();
     require_launch_result(exec);
     require_cuda_error([&] { exec.launch(s); }, cudaErrorInvalidValue,
-                       {"cudaGraphLaunch(exec, stream)", "auto_free_on_launch"});
+                       {"cuGraphLaunch(exec, stream)", "auto_free_on_launch"});
     CURT_CHECK(cudaFreeAsync(kept, s));
     require_launch_result(exec);  // freed: it runs again
     CURT_CHECK(cudaFreeAsync(kept, s));

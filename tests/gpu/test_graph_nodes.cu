@@ -859,7 +859,7 @@ TEST_CASE("memory nodes whose allocation outlives its graph: freed by another gr
                               "only one executable graph at a time", "destroy it first"});
       require_launches(plain, 1);
       require_cuda_error([&] { plain.launch(s); }, cudaErrorInvalidValue,
-                         {"cudaGraphLaunch(exec, stream)", "auto_free_on_launch"});
+                         {"cuGraphLaunch(exec, stream)", "auto_free_on_launch"});
       CURT_CHECK(cudaFreeAsync(kept.data(), s));
       require_launches(plain, 1);  // freed: it runs again
       CURT_CHECK(cudaFreeAsync(kept.data(), s));

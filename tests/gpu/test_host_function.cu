@@ -68,7 +68,7 @@ class pinned_ints {
     poison();
   }
   ~pinned_ints() {
-    if (p_) curt::detail::check_noexcept(cudaFreeHost(p_), "cudaFreeHost(test)", __FILE__, __LINE__);
+    if (p_) curt::detail::report(cudaFreeHost(p_), "cudaFreeHost(test)", __FILE__, __LINE__);
   }
   pinned_ints(const pinned_ints&) = delete;
   pinned_ints& operator=(const pinned_ints&) = delete;

@@ -1,14 +1,13 @@
 // Two devices (include/curt/peer.hpp): peer access queries and attributes, enable / disable /
 // peer_access_scope and the state they leave (scopes overlapping without nesting, on one thread
-// and on two, and across a reset of device 0's context), peer copies both ways (with and without peer
-// access), a kernel on device 0 reading and atomically updating device 1's memory, a pool of
-// device 1 made accessible to device 0, the context rule on a fresh thread, and the errors.
+// and on two, in a green context), peer copies both ways (with and without peer access), a kernel
+// on device 0 reading and atomically updating device 1's memory, a pool of device 1 made
+// accessible to device 0, the context rule on a fresh thread, and the errors.
 //
 // Labelled gpu2: main() exits with the skip code where fewer than two devices are visible.
 // Tests that need a peer path between devices 0 and 1 say so and return where there is none.
 #include <catch.hpp>
 #include <isolation.hpp>
-#include <error_recorder.hpp>
 #include <expect.hpp>
 
 #include <curt/copy.hpp>
@@ -136,8 +135,6 @@ void thread_require(bool ok, const char* what, int line) {
 
 constexpr const char* child_test_name = "peer queries and access from device 1 (child)";
 constexpr const char* child_marker = "PEER-CHILD-REACHED-ITS-END";
-constexpr const char* reset_child_test_name = "peer_access_scopes across a reset of device 0 (child)";
-constexpr const char* reset_child_marker = "PEER-RESET-CHILD-REACHED-ITS-END";
 
 }  // namespace
 
@@ -657,45 +654,6 @@ TEST_CASE("peer queries and access from device 1 (child)", "[.][peer-child]") {
   if (path) CHECK(enabled);
   std::printf("%s\n", child_marker);
   std::fflush(stdout);
-}
-
-// Runs only in the child process (hidden): it resets device 0.
-TEST_CASE("peer_access_scopes across a reset of device 0 (child)", "[.][peer-reset-child]") {
-  REQUIRE(curt::device_count() >= 2);
-  REQUIRE(peer_path());
-  curt::device d0(0), d1(1);
-  curt_test::error_recorder errors;
-  const remote_round_trip r;
-  REQUIRE(cudaSetDevice(0) == cudaSuccess);
-  std::optional<curt::peer_access_scope> before(std::in_place, d0, d1);
-  CHECK(before->enabled_here());
-  REQUIRE(cudaDeviceReset() == cudaSuccess);  // device 0's context, and the access with it
-  REQUIRE(cudaSetDevice(0) == cudaSuccess);
-  std::optional<curt::peer_access_scope> after(std::in_place, d0, d1);
-  CHECK(after->enabled_here());  // the new context's count starts at 0: enabled anew
-  before.reset();  // its context is gone: it must not disable the new context's access
-  CHECK(errors.count.load() == 0);
-  CHECK_FALSE(curt::enable_peer_access(d0, d1));  // still on (were it off, this turns it on)
-  curt_test::require_close_all(round_trip_through_device1(r), r.want());
-  after.reset();
-  CHECK_FALSE(curt::disable_peer_access(d0, d1));  // the last scope of the new context disabled it
-  CHECK(errors.count.load() == 0);
-  CHECK(cudaGetLastError() == cudaSuccess);
-  std::printf("%s\n", reset_child_marker);
-  std::fflush(stdout);
-}
-
-TEST_CASE("a peer_access_scope of a reset context disables nothing of its successor's") {
-  REQUIRE(curt::device_count() >= 2);
-  if (!peer_path_or_warn(": nothing to enable")) return;
-  if (under_compute_sanitizer()) {
-    WARN("under compute-sanitizer: the child process is not run");
-    return;
-  }
-  child_result child = run_self(reset_child_test_name);
-  INFO("child output:\n" << child.output);
-  CHECK(child.exit_code == 0);
-  CHECK(child.output.find(reset_child_marker) != std::string::npos);
 }
 
 TEST_CASE("peer queries make no context of an unused device, and enabling leaves none current") {

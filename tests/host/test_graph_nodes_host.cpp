@@ -4,9 +4,8 @@
 // call, with its message: launch attributes kernel nodes do not take, configurations an executable
 // graph's kernel node cannot take, null dependencies and nodes, empty and mismatched copies and
 // fills a memset cannot write, allocations of nothing, SWITCH nodes without cases, enabling node
-// types CUDA does not enable, host, event and memory nodes in a conditional body, and owners that
-// hold nothing. Then the table of conditional bodies: nested bodies, forgetting a graph or a node,
-// a body at the address of a dead one.
+// types CUDA does not enable, and owners that hold nothing; the node kinds CUDA runs in a
+// conditional body.
 //
 // The handles below are never handed to CUDA: every call made with them is refused first (a real
 // driver given such a handle could crash).
@@ -62,31 +61,6 @@ struct view {
   std::size_t size;
   view(T* d, std::size_t n) : data(d), size(n) {}
 };
-
-// Records a fake conditional body in curt's table, and forgets it at the end of the scope.
-class recorded_body {
- public:
-  recorded_body(cudaGraph_t parent, cudaGraph_t body, cudaGraphConditionalNodeType kind,
-                unsigned index = 0, unsigned count = 1)
-      : parent_(parent) {
-    std::vector<cudaGraph_t> bodies(count, nullptr);
-    for (unsigned i = 0; i < count; ++i)
-      bodies[i] = i == index ? body : fake_graph(200 + static_cast<std::uintptr_t>(i));
-    curt::detail::conditional_bodies& table = curt::detail::conditional_body_table();
-    table.add(parent, table.next_id(), kind, bodies.data(), count);
-  }
-  ~recorded_body() { curt::detail::forget_conditional_bodies(parent_); }
-  recorded_body(const recorded_body&) = delete;
-  recorded_body& operator=(const recorded_body&) = delete;
-
- private:
-  cudaGraph_t parent_;
-};
-
-bool is_body(cudaGraph_t g) {
-  curt::detail::conditional_body_entry found;
-  return curt::detail::conditional_body_table().find(g, found);
-}
 
 }  // namespace
 
@@ -401,113 +375,6 @@ TEST_CASE("adding nodes refuses, before CUDA, owners that hold no graph, null de
   (void)moved_away;
 }
 
-TEST_CASE("a host, event or memory node added to a conditional body curt made is refused before "
-          "CUDA, naming the body", "[graph]") {
-  const cudaGraph_t parent = fake_graph(1), body = fake_graph(2), nested = fake_graph(3);
-  std::vector<float> range(4);
-  auto refused = [&](curt::graph_ref target, const char* function, const char* type,
-                     const char* which) {
-    auto run = [&](auto add) {
-      require_cuda_error(add, cudaErrorNotSupported,
-                         {function, which, "holds only kernel, empty, child-graph, memset, memcpy "
-                                           "and conditional nodes",
-                          type, "Nothing was added"});
-    };
-    if (std::string(function) == "curt::add_host_node")
-      run([&] { (void)curt::add_host_node(target, {}, [] {}); });
-    else if (std::string(function) == "curt::add_event_record_node")
-      run([&] { (void)curt::add_event_record_node(target, {}, fake_event()); });
-    else if (std::string(function) == "curt::add_event_wait_node")
-      run([&] { (void)curt::add_event_wait_node(target, {}, fake_event()); });
-    else if (std::string(function) == "curt::add_allocation_node")
-      run([&] {
-        (void)curt::add_allocation_node<float>(target, {}, curt::device::from_ordinal_unchecked(0), 8);
-      });
-    else
-      run([&] { (void)curt::add_free_node(target, {}, range.data()); });
-  };
-  {
-    recorded_body record(parent, body, cudaGraphCondTypeWhile);
-    recorded_body inner(body, nested, cudaGraphCondTypeSwitch, 2, 4);
-    refused(body, "curt::add_host_node", "host nodes", "the body of a conditional WHILE node");
-    refused(body, "curt::add_event_record_node", "event record nodes", "WHILE");
-    refused(body, "curt::add_event_wait_node", "event wait nodes", "WHILE");
-    refused(body, "curt::add_allocation_node", "memory allocation nodes", "WHILE");
-    refused(body, "curt::add_free_node", "memory free nodes", "WHILE");
-    refused(nested, "curt::add_host_node", "host", "body 2 (of 4) of a conditional SWITCH node");
-    // The graph holding the node is no body.
-    CHECK_FALSE(is_body(parent));
-    CHECK(is_body(body));
-    CHECK(is_body(nested));
-  }
-  // Destroying the outer graph forgets its bodies and the bodies nested in them.
-  CHECK_FALSE(is_body(body));
-  CHECK_FALSE(is_body(nested));
-  {
-    recorded_body record(parent, body, cudaGraphCondTypeIf, 1, 2);
-    refused(body, "curt::add_host_node", "host", "the ELSE body of a conditional IF/ELSE node");
-  }
-  {
-    recorded_body record(parent, body, cudaGraphCondTypeIf, 0, 2);
-    refused(body, "curt::add_host_node", "host", "the IF body of a conditional IF/ELSE node");
-  }
-  {
-    recorded_body record(parent, body, cudaGraphCondTypeIf, 0, 1);
-    refused(body, "curt::add_host_node", "host", "the body of a conditional IF node");
-  }
-  CHECK(curt::detail::conditional_body_table().empty());
-}
-
-TEST_CASE("the table of conditional bodies: nested bodies, roots, forgetting by graph or node, "
-          "a body at a dead one's address", "[graph]") {
-  curt::detail::conditional_bodies table;  // a table of its own, not the process's
-  const cudaGraph_t root = fake_graph(1), if_body = fake_graph(2), else_body = fake_graph(3),
-                    inner = fake_graph(4);
-  cudaGraph_t bodies[2] = {if_body, else_body};
-  unsigned long long outer_id = table.next_id(), inner_id = table.next_id();
-  CHECK(outer_id != 0);
-  CHECK(inner_id != outer_id);
-  table.add(root, outer_id, cudaGraphCondTypeIf, bodies, 2);
-  table.add(else_body, inner_id, cudaGraphCondTypeWhile, &inner, 1);
-  CHECK(table.size() == 3);
-  curt::detail::conditional_body_entry e;
-  REQUIRE(table.find(else_body, e));
-  CHECK(e.parent == root);
-  CHECK(e.index == 1);
-  CHECK(e.count == 2);
-  CHECK(e.kind == cudaGraphCondTypeIf);
-  CHECK(table.root_of(inner) == root);
-  CHECK(table.root_of(if_body) == root);
-  CHECK(table.root_of(root) == root);
-
-  // The outer node goes (a marker's destructor): its bodies and the one nested in them go too.
-  table.forget_id(outer_id);
-  CHECK(table.empty());
-
-  table.add(root, outer_id, cudaGraphCondTypeIf, bodies, 2);
-  table.add(else_body, inner_id, cudaGraphCondTypeWhile, &inner, 1);
-  table.forget_id(inner_id);  // only the inner node
-  CHECK(table.size() == 2);
-  CHECK_FALSE(table.find(inner, e));
-
-  // A new body at the address of a dead one (raw destruction, marker not yet released) replaces
-  // it, and what was nested in the dead one goes.
-  table.add(else_body, inner_id, cudaGraphCondTypeWhile, &inner, 1);
-  cudaGraph_t reused = if_body;
-  const cudaGraph_t other_parent = fake_graph(9);
-  table.add(other_parent, table.next_id(), cudaGraphCondTypeSwitch, &reused, 1);
-  REQUIRE(table.find(if_body, e));
-  CHECK(e.parent == other_parent);
-  CHECK(e.kind == cudaGraphCondTypeSwitch);
-  CHECK(table.size() == 3);  // else_body, inner and the new body; the dead if_body is gone
-  table.forget_graph(root);
-  CHECK_FALSE(table.find(else_body, e));
-  CHECK_FALSE(table.find(inner, e));
-  CHECK(table.find(if_body, e));  // the other parent's
-  table.forget_graph(other_parent);
-  CHECK(table.empty());
-}
-
 TEST_CASE("conditional handles and nodes: values, bodies by number, an ELSE body only for "
           "IF/ELSE", "[graph]") {
   static_assert(std::is_trivially_copyable_v<curt::conditional_handle>);
@@ -628,18 +495,4 @@ TEST_CASE("updates of an executable graph's nodes refuse, before CUDA, attribute
                        {"curt::set_node_enabled(false)", "only kernel, memcpy and memset nodes",
                         curt::detail::node_type_name(type), "Nothing was changed"});
   }
-}
-
-TEST_CASE("stream.hpp's host_call sees the table of conditional bodies once a header that makes "
-          "conditional nodes is in the program", "[graph]") {
-  REQUIRE(curt::detail::conditional_body_check != nullptr);  // installed by graph_bodies.hpp
-  curt::detail::conditional_bodies& table = curt::detail::conditional_body_table();
-  auto body = reinterpret_cast<cudaGraph_t>(std::uintptr_t{0x5e5e0});
-  auto parent = reinterpret_cast<cudaGraph_t>(std::uintptr_t{0x5e5f0});
-  CHECK_FALSE(curt::detail::captures_into_conditional_body(body));
-  table.add(parent, table.next_id(), cudaGraphCondTypeIf, &body, 1);
-  CHECK(curt::detail::captures_into_conditional_body(body));
-  CHECK_FALSE(curt::detail::captures_into_conditional_body(parent));
-  table.forget_graph(parent);
-  CHECK_FALSE(curt::detail::captures_into_conditional_body(body));
 }

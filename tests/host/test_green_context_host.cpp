@@ -1,13 +1,15 @@
 // Green contexts without a GPU: the bookkeeping curt does itself because CUDA 13.0 does not (what
 // a split request may ask, whether a split delivered exactly what was asked, which resources make
-// one partition), the table through which streams (and graphs captured on them) keep their green
-// context alive, the registry of what curt keeps in its green contexts, and owners that hold
-// nothing. Handles here are made up: none of these paths may reach CUDA.
+// one partition), owners that hold nothing, and the driver types the header declares itself
+// (it does not include <cuda.h>; this file does, to compare). Handles here are made up: none of
+// these paths may reach CUDA.
 #include <catch.hpp>
 #include <expect.hpp>
 
 #include <curt/green_context.hpp>
+#include <curt/driver.hpp>  // <cuda.h>: CUdevResource and the split flags, to compare
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -20,7 +22,6 @@ using curt::sm_resource_kind;
 using curt::detail::resource_tag;
 
 curt::device device0() { return curt::device::from_ordinal_unchecked(0); }
-cudaStream_t fake_stream(std::uintptr_t value) { return reinterpret_cast<cudaStream_t>(value); }
 
 resource_tag whole(int device, unsigned sms) {
   return resource_tag{device, 0, sm_resource_kind::whole, 0, sms};
@@ -133,119 +134,6 @@ TEST_CASE("one split's groups and remainder make a partition; anything that over
   CHECK_THAT(elsewhere.why, ContainsSubstring("is of device 1, not device 0"));
 }
 
-TEST_CASE("a stream hold is taken once, by its stream's handle, and run once", "[green]") {
-  static int released = 0;
-  released = 0;
-  auto count = [](void* object) noexcept { released += *static_cast<int*>(object); };
-  int one = 1, ten = 10;
-  curt::detail::stream_holds holds;
-  CHECK(holds.take(fake_stream(0x1000)).release == nullptr);  // empty table: nothing to take
-  holds.add(fake_stream(0x1000), {count, &one});
-  holds.add(fake_stream(0x2000), {count, &ten});
-  CHECK(holds.take(fake_stream(0x3000)).release == nullptr);  // another stream's: none
-  curt::detail::stream_hold first = holds.take(fake_stream(0x2000));
-  CHECK(holds.take(fake_stream(0x2000)).release == nullptr);  // taken already
-  first.run();
-  CHECK(released == 10);
-  holds.take(fake_stream(0x1000)).run();
-  CHECK(released == 11);
-  curt::detail::stream_hold none;
-  none.run();  // an empty hold does nothing
-  CHECK(released == 11);
-}
-
-TEST_CASE("a shared stream hold is one more reference, dropped by its own run()", "[green]") {
-  struct counted {
-    int references = 1;
-    int users = 1;  // the stream's own reference, apart from the shared ones
-  };
-  auto drop = [](void* object) noexcept { --static_cast<counted*>(object)->references; };
-  auto drop_user = [](void* object) noexcept {
-    --static_cast<counted*>(object)->users;
-    --static_cast<counted*>(object)->references;
-  };
-  auto retain = [](void* object) noexcept { ++static_cast<counted*>(object)->references; };
-  counted green, plain;
-  curt::detail::stream_holds holds;
-  CHECK(holds.share(fake_stream(0x1000)).release == nullptr);  // empty table: nothing to share
-  holds.add(fake_stream(0x1000), {drop_user, &green, retain, drop});
-  holds.add(fake_stream(0x2000), {drop, &plain});  // no retain: cannot be shared
-  CHECK(holds.share(fake_stream(0x3000)).release == nullptr);
-  CHECK(holds.share(fake_stream(0x2000)).release == nullptr);
-  CHECK(plain.references == 1);
-  curt::detail::stream_hold first = holds.share(fake_stream(0x1000));
-  curt::detail::stream_hold second = holds.share(fake_stream(0x1000));
-  CHECK(first.object == &green);
-  CHECK(green.references == 3);
-  holds.take(fake_stream(0x1000)).run();  // the stream goes: the graphs' references remain
-  CHECK(green.references == 2);
-  CHECK(green.users == 0);  // the stream's own release ran, not a shared one
-  CHECK(holds.share(fake_stream(0x1000)).release == nullptr);  // taken: nothing to share
-  first.run();
-  second.run();
-  CHECK(green.references == 0);
-  CHECK(green.users == 0);  // shared holds run the shared release
-  holds.take(fake_stream(0x2000)).run();
-  CHECK(plain.references == 0);
-}
-
-namespace {
-// What a green_registry destroyed, in order: "context id:handle".
-std::vector<std::string> destroyed;
-void record_destroy(CUcontext, unsigned long long id, void* handle) noexcept {
-  destroyed.push_back(std::to_string(id) + ":" +
-                      std::to_string(reinterpret_cast<std::uintptr_t>(handle)));
-}
-void* fake_handle(std::uintptr_t value) { return reinterpret_cast<void*>(value); }
-}  // namespace
-
-TEST_CASE("what curt keeps in its green contexts is destroyed once, before the context or by its "
-          "owner", "[green]") {
-  destroyed.clear();
-  curt::detail::green_registry registry;
-  const CUcontext context = reinterpret_cast<CUcontext>(std::uintptr_t(0x5000));
-  CHECK_FALSE(registry.any());
-  CHECK_FALSE(registry.is_curts(7));
-  CHECK_FALSE(registry.keep(7, context, fake_handle(1), record_destroy));  // no green context yet
-
-  registry.context_made(7);
-  registry.context_made(8);
-  CHECK(registry.any());
-  CHECK(registry.is_curts(7));
-  CHECK_FALSE(registry.is_curts(9));
-  CHECK_FALSE(registry.keep(9, context, fake_handle(1), record_destroy));  // not curt's: not kept
-  CHECK(registry.keep(7, context, fake_handle(1), record_destroy));
-  CHECK(registry.keep(7, context, fake_handle(2), record_destroy));
-  CHECK(registry.keep(8, context, fake_handle(1), record_destroy));  // the same value, elsewhere
-  CHECK(registry.kept_count(7) == 2);
-
-  // An owner (a thread at exit) destroys its own: once, and only that context's.
-  registry.destroy_kept(7, fake_handle(1));
-  registry.destroy_kept(7, fake_handle(1));
-  registry.destroy_kept(9, fake_handle(2));
-  CHECK(destroyed == std::vector<std::string>{"7:1"});
-  CHECK(registry.kept_count(7) == 1);
-  CHECK(registry.kept_count(8) == 1);
-
-  // curt destroys context 7: what is left of it goes first, and it is no longer curt's.
-  registry.context_ending(7, true);
-  CHECK(destroyed == std::vector<std::string>{"7:1", "7:2"});
-  CHECK(registry.kept_count(7) == 0);
-  CHECK_FALSE(registry.is_curts(7));
-  registry.destroy_kept(7, fake_handle(2));  // its thread exits later: nothing left to destroy
-  CHECK(destroyed.size() == 2);
-  CHECK_FALSE(registry.keep(7, context, fake_handle(3), record_destroy));
-
-  // A released one (context 8): nothing is destroyed with it; the owner destroys its own later.
-  registry.context_ending(8, false);
-  CHECK(destroyed.size() == 2);
-  CHECK_FALSE(registry.any());
-  CHECK(registry.kept_count(8) == 1);
-  registry.destroy_kept(8, fake_handle(1));
-  CHECK(destroyed == std::vector<std::string>{"7:1", "7:2", "8:1"});
-  CHECK(registry.kept_count(8) == 0);
-}
-
 TEST_CASE("owners that hold no green context throw, saying which, before any CUDA call",
           "[green]") {
   curt::green_context empty(curt::no_handle);
@@ -297,5 +185,22 @@ TEST_CASE("split flags combine and are the driver's values", "[green]") {
   static_assert(std::is_nothrow_move_assignable_v<curt::green_context>);
   static_assert(std::is_copy_constructible_v<curt::green_context_ref>);
   static_assert(std::is_copy_constructible_v<curt::sm_resource>);
+  SUCCEED();
+}
+
+TEST_CASE("the resource type curt declares is <cuda.h>'s CUdevResource of the 12040 ABI",
+          "[green]") {
+  using declared = curt::detail::driver_fn::dev_resource;
+  static_assert(RESOURCE_ABI_VERSION == 1, "curt calls the 12040 ABI of the resource functions");
+  static_assert(sizeof(declared) == sizeof(CUdevResource));
+  static_assert(alignof(declared) == alignof(CUdevResource));
+  static_assert(offsetof(declared, sm_count) == offsetof(CUdevResource, sm.smCount));
+  static_assert(offsetof(declared, min_partition_size) ==
+                offsetof(CUdevResource, sm.minSmPartitionSize));
+  static_assert(offsetof(declared, coscheduled_alignment) ==
+                offsetof(CUdevResource, sm.smCoscheduledAlignment));
+  static_assert(std::is_same_v<decltype(std::declval<curt::sm_resource>().native()),
+                               const CUdevResource&>);
+  static_assert(curt::detail::driver_fn::resource_type_sm == CU_DEV_RESOURCE_TYPE_SM);
   SUCCEED();
 }

@@ -194,8 +194,8 @@ TEST_CASE("runtime and driver codes of one meaning compare equal to the same err
 TEST_CASE("a sticky error's message says the context is lost and the call is not the cause") {
   auto built = curt_test::require_cuda_error(
       [] {
-        curt::detail::throw_error_with_log(curt::make_error_code(cudaErrorIllegalAddress),
-                                           "cudaMemcpy(somewhere)", "here.cpp:1", "", "");
+        curt::detail::throw_error(curt::make_error_code(cudaErrorIllegalAddress),
+                                  "cudaMemcpy(somewhere)", "here.cpp", 1);
       },
       cudaErrorIllegalAddress, {"cudaMemcpy(somewhere)", "context is lost", "not the cause"});
   CHECK(built.is_sticky());
@@ -242,33 +242,33 @@ TEST_CASE("the error handler gets destructor errors; a sticky one is reported on
   handler_scope scope;
 
   // A non-sticky error is reported, as a cuda_error with its status.
-  curt::detail::check_noexcept(cudaErrorInvalidValue, "cudaSomething(a)", __FILE__, __LINE__);
+  curt::detail::report(cudaErrorInvalidValue, "cudaSomething(a)", __FILE__, __LINE__);
   CHECK(handled.load() == 1);
   CHECK(handled_cuda_errors.load() == 1);
   CHECK(last_status.load() == int(cudaErrorInvalidValue));
   CHECK_FALSE(last_was_sticky.load());
 
   // Success is not reported.
-  curt::detail::check_noexcept(cudaSuccess, "cudaSomething(b)", __FILE__, __LINE__);
+  curt::detail::report(cudaSuccess, "cudaSomething(b)", __FILE__, __LINE__);
   CHECK(handled.load() == 1);
 
   // The first sticky error is reported (the process-wide flag is reset for the test); the second
   // and third never are.
   curt::detail::sticky_reported().store(false);
-  curt::detail::check_noexcept(cudaErrorIllegalAddress, "cudaFree(first)", __FILE__, __LINE__);
+  curt::detail::report(cudaErrorIllegalAddress, "cudaFree(first)", __FILE__, __LINE__);
   int after_first = handled.load();
   CHECK(after_first == 2);
   CHECK(last_status.load() == int(cudaErrorIllegalAddress));
   CHECK(last_was_sticky.load());
-  curt::detail::check_noexcept(cudaErrorIllegalAddress, "cudaFree(second)", __FILE__, __LINE__);
-  curt::detail::check_noexcept(cudaErrorLaunchFailure, "cudaFree(third)", __FILE__, __LINE__);
+  curt::detail::report(cudaErrorIllegalAddress, "cudaFree(second)", __FILE__, __LINE__);
+  curt::detail::report(cudaErrorLaunchFailure, "cudaFree(third)", __FILE__, __LINE__);
   CHECK(handled.load() == after_first);
 
   // Non-sticky ones are still reported, each of them.
-  curt::detail::check_noexcept(cudaErrorInvalidValue, "cudaSomething(c)", __FILE__, __LINE__);
+  curt::detail::report(cudaErrorInvalidValue, "cudaSomething(c)", __FILE__, __LINE__);
   CHECK(handled.load() == after_first + 1);
   CHECK(last_status.load() == int(cudaErrorInvalidValue));
-  curt::detail::check_noexcept(cudaErrorNotReady, "cudaSomething(d)", __FILE__, __LINE__);
+  curt::detail::report(cudaErrorNotReady, "cudaSomething(d)", __FILE__, __LINE__);
   CHECK(handled.load() == after_first + 2);
   CHECK(last_status.load() == int(cudaErrorNotReady));
   CHECK(handled_cuda_errors.load() == handled.load());
@@ -277,16 +277,16 @@ TEST_CASE("the error handler gets destructor errors; a sticky one is reported on
 TEST_CASE("sticky runtime and driver errors share one report: the first of either kind only") {
   handler_scope scope;
   curt::detail::sticky_reported().store(false);
-  curt::detail::check_noexcept(CUDA_ERROR_ILLEGAL_ADDRESS, "cuMemFree(x)", __FILE__, __LINE__);
+  curt::detail::report(CUDA_ERROR_ILLEGAL_ADDRESS, "cuMemFree(x)", __FILE__, __LINE__);
   CHECK(handled.load() == 1);
   CHECK(last_was_sticky.load());
-  curt::detail::check_noexcept(CUDA_ERROR_ILLEGAL_ADDRESS, "cuMemFree(y)", __FILE__, __LINE__);
-  curt::detail::check_noexcept(CUDA_ERROR_LAUNCH_FAILED, "cuMemFree(z)", __FILE__, __LINE__);
-  curt::detail::check_noexcept(cudaErrorIllegalAddress, "cudaFree(after a driver one)", __FILE__,
+  curt::detail::report(CUDA_ERROR_ILLEGAL_ADDRESS, "cuMemFree(y)", __FILE__, __LINE__);
+  curt::detail::report(CUDA_ERROR_LAUNCH_FAILED, "cuMemFree(z)", __FILE__, __LINE__);
+  curt::detail::report(cudaErrorIllegalAddress, "cudaFree(after a driver one)", __FILE__,
                                __LINE__);
   CHECK(handled.load() == 1);
   // A non-sticky driver error still is.
-  curt::detail::check_noexcept(CUDA_ERROR_INVALID_VALUE, "cuMemFree(w)", __FILE__, __LINE__);
+  curt::detail::report(CUDA_ERROR_INVALID_VALUE, "cuMemFree(w)", __FILE__, __LINE__);
   CHECK(handled.load() == 2);
   CHECK(last_status.load() == int(cudaErrorInvalidValue));
 }
@@ -315,7 +315,7 @@ TEST_CASE("a failed call is described with its arguments, words and named number
                                     {{"limit", 1000}, {"value", 1LL << 40}, {"device", -1}}) ==
         "cudaDeviceSetLimit(limit 1000, value 1099511627776, device -1)");
   try {
-    curt::detail::check_call(cudaErrorInvalidValue, "cudaFuncSetAttribute",
+    curt::detail::check(cudaErrorInvalidValue, "cudaFuncSetAttribute",
                              {"kernel", {"carveout", 50}}, "here.cpp", 7);
     FAIL("check_call did not throw");
   } catch (const curt::cuda_error& e) {
@@ -323,45 +323,5 @@ TEST_CASE("a failed call is described with its arguments, words and named number
     CHECK(e.where() == "here.cpp:7");
     CHECK(e.status() == cudaErrorInvalidValue);
   }
-  CHECK_NOTHROW(curt::detail::check_call(cudaSuccess, "cudaFine", {{"device", 0}}, "here.cpp", 8));
-}
-
-// ---- the count of device_guards a thread holds ------------------------------------------------
-
-// What a curt call in the destructor of a thread_local (a stream synchronized, a buffer freed)
-// learnt about the thread's guards: 1 held, 0 none, -1 not asked.
-std::atomic<int> late_answer{-1};
-struct late_reader {
-  ~late_reader() { late_answer = curt::detail::thread_holds_device_guard() ? 1 : 0; }
-};
-
-// A thread_local made before the thread's first device_guard is destroyed after the thread gave
-// its count back. Its destructor's stream calls ask whether the thread holds a guard: they read
-// the freed count (ASan: heap-use-after-free), where garbage could skip the context check. The
-// guard's counting (count_guard / uncount_guard) needs no GPU; the guard adds only the context.
-TEST_CASE("a thread_local destroyed after the thread's guard count reads no freed memory") {
-  late_answer = -1;
-  int inside = -1;
-  std::thread([&] {
-    static thread_local late_reader reader;  // made first: destroyed last
-    (void)reader;
-    curt::detail::guard_count* count = curt::detail::count_guard();
-    inside = curt::detail::thread_holds_device_guard() ? 1 : 0;
-    curt::detail::uncount_guard(count);
-  }).join();
-  CHECK(inside == 1);
-  CHECK(late_answer == 0);
-}
-
-// A guard destroyed on another thread brings its maker's count down, also after the maker ended.
-TEST_CASE("a guard's count comes down on whichever thread the guard ends") {
-  curt::detail::guard_count* count = nullptr;
-  bool held_after = true;
-  std::thread maker([&] { count = curt::detail::count_guard(); });
-  maker.join();  // the maker ended: its own reference is given back, the guard's is not
-  REQUIRE(count != nullptr);
-  CHECK(count->held.load() == 1);
-  std::thread([&] { curt::detail::uncount_guard(count); }).join();  // frees it: ASan checks
-  std::thread([&] { held_after = curt::detail::thread_holds_device_guard(); }).join();
-  CHECK_FALSE(held_after);
+  CHECK_NOTHROW(curt::detail::check(cudaSuccess, "cudaFine", {{"device", 0}}, "here.cpp", 8));
 }

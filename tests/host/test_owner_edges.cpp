@@ -24,8 +24,8 @@ TEST_CASE("an empty or moved-from event given to a launch attribute is a catchab
 
 namespace {
 std::atomic<int> destroyed{0};
-struct probe_task : curt::detail::host_task_base {
-  probe_task() { destroy = [](curt::detail::host_task_base* self) noexcept {
+struct probe_task : curt::detail::deferred_task {
+  probe_task() { destroy = [](curt::detail::deferred_task* self) noexcept {
       destroyed.fetch_add(1);
       delete static_cast<probe_task*>(self);
     }; }

@@ -1,10 +1,4 @@
-// curt/detail/driver.hpp: driver API functions without linking libcuda, any of them:
-//   CURT_DRIVER_CALL(cuDeviceGetUuid, 11040, &uuid, dev);   // checked call, throws cuda_error
-//   auto fn = CURT_DRIVER_FUNCTION(cuDeviceGetUuid, 11040);  // the typed function pointer
-// `version` is the suffix of the function's PFN_ typedef in <cudaTypedefs.h>, which this brings.
+// curt/detail/driver.hpp: kept for its path; the header is curt/driver.hpp.
 #pragma once
 
-#include <curt/detail/driver_lookup.hpp>
-#include <curt/detail/driver_result.hpp>
-
-#include <cudaTypedefs.h>
+#include <curt/driver.hpp>

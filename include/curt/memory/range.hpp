@@ -1,4 +1,4 @@
-// curt/detail/span_like.hpp: how curt's memory owners hand out views, and which views and
+// curt/memory/range.hpp: how curt's memory owners hand out views, and which views and
 // ranges its copies accept, without including <cuda/std/span> (it alone costs about twice a
 // translation unit of the CUDA runtime headers; see docs/performance.md).
 //
@@ -11,8 +11,8 @@
 //   std::vector, std::array.
 #pragma once
 
-#include <curt/detail/config.hpp>
-#include <curt/error.hpp>
+#include <curt/core/config.hpp>
+#include <curt/core/error.hpp>
 
 #include <array>
 #include <cstddef>

@@ -1,4 +1,4 @@
-// curt/detail/entries.hpp: a minimal growable array for curt's small internal tables (a few
+// curt/core/entries.hpp: a minimal growable array for curt's small internal tables (a few
 // entries each), so that every translation unit does not pay for compiling <vector> (nor
 // std::unique_ptr<T[]>, which costs g++ more than this whole class).
 #pragma once

@@ -1,4 +1,4 @@
-// curt/detail/config.hpp: compiler portability macros and the library version.
+// curt/core/config.hpp: compiler portability macros and the library version.
 #pragma once
 
 #define CURT_VERSION_MAJOR 0

@@ -1,4 +1,4 @@
-// curt/detail/atomic.hpp: the few atomic operations curt's internals need. With GCC and Clang
+// curt/core/atomic.hpp: the few atomic operations curt's internals need. With GCC and Clang
 // (nvcc's host compilers on Linux) they are the compilers' __atomic builtins on a plain value,
 // because <atomic> alone costs every translation unit that includes curt about 6 % of a
 // translation unit of the CUDA runtime and the std headers (callgrind, g++ 12): more than most of

@@ -1,0 +1,183 @@
+// curt/core/deferred.hpp: what CUDA's callback threads leave for a user thread.
+//
+// Host functions and CUDA user objects run on a runtime thread where CUDA calls are not
+// allowed. So what they leave behind waits in one process-wide table until a user thread picks
+// it up:
+// - callables (and values a graph kept) whose captures may own CUDA resources, destroyed at the
+//   next drain: a synchronize() or ready() of a stream, event or device, or a stream's
+//   destruction, points where the user waits or polls anyway (not the middle of other work: a
+//   destruction could invalidate a capture in progress on that thread). Pushing allocates
+//   nothing and takes no lock (safe on the callback thread).
+// - exceptions a host function threw, kept per stream id (cudaStreamGetId: never reused in a
+//   process, unlike handle values and thread ids) until that stream's next synchronize()
+//   through curt rethrows the first one. When the stream is gone first, they go to the error
+//   handler as a curt::host_function_error.
+#pragma once
+
+#include <curt/core/atomic.hpp>
+#include <curt/core/entries.hpp>
+#include <curt/core/error.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace curt::detail {
+
+struct deferred_task {
+  deferred_task* next = nullptr;
+  void (*destroy)(deferred_task*) noexcept = nullptr;
+};
+
+class deferred_work {
+ public:
+  /// A finished task, to be destroyed on a user thread. Lock-free: safe on a callback thread.
+  void push(deferred_task* task) noexcept {
+    deferred_task* head = head_.load(order::relaxed);
+    do {
+      task->next = head;
+    } while (!head_.compare_exchange_weak(head, task, order::release, order::relaxed));
+  }
+  /// Destroys every finished task on the calling thread; one load when there is none.
+  void drain() noexcept {
+    if (head_.load(order::relaxed) == nullptr) return;
+    for (deferred_task* task = head_.exchange(nullptr, order::acquire); task;) {
+      deferred_task* next = task->next;
+      task->destroy(task);
+      task = next;
+    }
+  }
+
+  /// A host function was enqueued on stream `id`.
+  void begin(unsigned long long id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    entry* e = find(id);
+    if (!e) e = &entries_.push_back(entry{id, 0, false, nullptr});
+    ++e->running;
+    size_.store(entries_.size(), order::relaxed);
+  }
+  /// A host function of stream `id` returned or threw `error`. On the callback thread:
+  /// allocates nothing.
+  void finish(unsigned long long id, std::exception_ptr error) noexcept {
+    std::exception_ptr orphan;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      entry* e = find(id);
+      if (!e) return;  // cannot happen: begin() made it
+      --e->running;
+      if (error && e->stream_gone) {
+        orphan = std::move(error);
+      } else if (error && !e->error) {
+        e->error = std::move(error);
+        pending_.fetch_add(1, order::release);
+      }
+      forget_if_done(e);
+    }
+    if (orphan) report_orphan(std::move(orphan), id, "after its stream was destroyed");
+  }
+  /// The exception kept for stream `id`, once; null when none. One load when none is kept.
+  std::exception_ptr take(unsigned long long id) noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    entry* e = find(id);
+    if (!e || !e->error) return nullptr;
+    std::exception_ptr error = std::move(e->error);
+    e->error = nullptr;
+    pending_.fetch_sub(1, order::relaxed);
+    forget_if_done(e);
+    return error;
+  }
+  bool has_errors() const noexcept { return pending_.load(order::acquire) != 0; }
+  bool has_entries() const noexcept { return size_.load(order::relaxed) != 0; }
+  /// Stream `id` is gone (its owner destroyed it, or its thread exited: a per-thread stream):
+  /// its kept exception, and any its unfinished host functions throw later, go to the handler.
+  void stream_gone(unsigned long long id) noexcept {
+    std::exception_ptr kept;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      entry* e = find(id);
+      if (!e) return;
+      if (e->error) {
+        kept = std::move(e->error);
+        e->error = nullptr;
+        pending_.fetch_sub(1, order::relaxed);
+      }
+      e->stream_gone = true;
+      forget_if_done(e);
+    }
+    if (kept) report_orphan(std::move(kept), id, "and its stream was destroyed before synchronize()");
+  }
+
+  /// Hands an exception nobody can rethrow to the error handler, as a host_function_error.
+  static void report_orphan(std::exception_ptr error, unsigned long long stream_id,
+                            const char* when) noexcept {
+    std::string text = "a host function threw ";
+    try {
+      text += when;
+      if (stream_id) text += " (stream id " + std::to_string(stream_id) + ")";
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        text += std::string(": ") + e.what();
+      } catch (...) {
+        text += ": an exception not derived from std::exception";
+      }
+      report(host_function_error(text, std::move(error)));
+    } catch (...) {
+      std::fprintf(stderr, "curt: %s\n", text.c_str());
+    }
+  }
+
+ private:
+  struct entry {
+    unsigned long long id = 0;
+    int running = 0;
+    bool stream_gone = false;
+    std::exception_ptr error;
+  };
+  entry* find(unsigned long long id) noexcept {
+    for (entry& e : entries_)
+      if (e.id == id) return &e;
+    return nullptr;
+  }
+  void forget_if_done(entry* e) noexcept {  // allocates nothing
+    if (e->running == 0 && !e->error) entries_.remove(e);
+    size_.store(entries_.size(), order::relaxed);
+  }
+
+  atomic<deferred_task*> head_{nullptr};
+  std::mutex mutex_;
+  entries<entry> entries_;
+  atomic<std::size_t> size_{0};
+  atomic<int> pending_{0};
+};
+
+/// The process's table; never destroyed (owners with static storage may die after it would).
+inline deferred_work& deferred() {
+  static deferred_work* const work = new deferred_work;
+  return *work;
+}
+
+/// What curt keeps per thread, its one thread_local: the per-thread default streams the thread
+/// used for host functions (they die with the thread: a kept exception then goes to the error
+/// handler) and how many nccl_groups the thread is filling (curt/nccl.hpp).
+struct thread_state {
+  entries<unsigned long long> per_thread_streams;
+  int nccl_groups = 0;
+
+  static thread_state& current() {
+    thread_local thread_state state;
+    return state;
+  }
+  void watch_per_thread_stream(unsigned long long id) {
+    for (unsigned long long known : per_thread_streams)
+      if (known == id) return;
+    per_thread_streams.push_back(id);
+  }
+  ~thread_state() {
+    for (unsigned long long id : per_thread_streams) deferred().stream_gone(id);
+  }
+};
+
+}  // namespace curt::detail

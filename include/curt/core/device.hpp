@@ -1,0 +1,368 @@
+// curt/core/device.hpp: devices, their properties and limits, the current device, versions.
+// (Contexts, and device_guard, are in curt/core/context.hpp, which this includes.)
+#pragma once
+
+#include <curt/core/atomic.hpp>
+#include <curt/core/driver.hpp>
+#include <curt/core/error.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdio>
+#if defined(__GLIBCXX__)
+#  include <bits/stl_iterator_base_types.h>  // the iterator tags, without all of <iterator>
+#else
+#  include <iterator>
+#endif
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace curt {
+
+/// A CUDA version such as 13.0, decoded from the runtime's 1000 * major + 10 * minor.
+struct version {
+  int major = 0;
+  int minor = 0;
+
+  static constexpr version from_encoded(int encoded) noexcept {
+    return {encoded / 1000, encoded % 1000 / 10};
+  }
+  constexpr int encoded() const noexcept { return major * 1000 + minor * 10; }
+  std::string to_string() const { return std::to_string(major) + "." + std::to_string(minor); }
+
+  friend constexpr bool operator==(version a, version b) noexcept {
+    return a.major == b.major && a.minor == b.minor;
+  }
+  friend constexpr bool operator!=(version a, version b) noexcept { return !(a == b); }
+  friend constexpr bool operator<(version a, version b) noexcept {
+    return a.encoded() < b.encoded();
+  }
+  friend constexpr bool operator>(version a, version b) noexcept { return b < a; }
+  friend constexpr bool operator<=(version a, version b) noexcept { return !(b < a); }
+  friend constexpr bool operator>=(version a, version b) noexcept { return !(a < b); }
+};
+
+/// The CUDA runtime curt runs on.
+inline version runtime_version() {
+  int encoded = 0;
+  CURT_CHECK(cudaRuntimeGetVersion(&encoded));
+  return version::from_encoded(encoded);
+}
+
+/// The newest CUDA version the installed driver supports; 0.0 when no driver is installed.
+inline version driver_version() {
+  int encoded = 0;
+  CURT_CHECK(cudaDriverGetVersion(&encoded));
+  return version::from_encoded(encoded);
+}
+
+/// Number of visible devices; 0 (never an exception) when there is no driver or no device.
+inline int device_count() noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+/// Why no device can be used ("no CUDA driver: ...", "no CUDA device: ..."); empty when one can.
+inline std::string no_device_reason() {
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  (void)cudaGetLastError();
+  if (status == cudaSuccess && count > 0) return {};
+  int driver = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0)
+    return "no CUDA driver (libcuda.so.1 could not be loaded)";
+  if (status == cudaSuccess || status == cudaErrorNoDevice) return "no CUDA device";
+  return std::string("no CUDA device usable: ") + cudaGetErrorName(status) + " (" +
+         cudaGetErrorString(status) + ")";
+}
+
+/// Compute capability, e.g. {9, 0}; as_int() gives 90.
+struct compute_capability {
+  int major = 0;
+  int minor = 0;
+  constexpr int as_int() const noexcept { return major * 10 + minor; }
+  friend constexpr bool operator==(compute_capability a, compute_capability b) noexcept {
+    return a.as_int() == b.as_int();
+  }
+  friend constexpr bool operator!=(compute_capability a, compute_capability b) noexcept {
+    return !(a == b);
+  }
+  friend constexpr bool operator<(compute_capability a, compute_capability b) noexcept {
+    return a.as_int() < b.as_int();
+  }
+  friend constexpr bool operator>(compute_capability a, compute_capability b) noexcept {
+    return b < a;
+  }
+  friend constexpr bool operator<=(compute_capability a, compute_capability b) noexcept {
+    return !(b < a);
+  }
+  friend constexpr bool operator>=(compute_capability a, compute_capability b) noexcept {
+    return !(a < b);
+  }
+};
+
+/// A device's 16-byte UUID; to_string() gives nvidia-smi's "GPU-xxxxxxxx-xxxx-..." form.
+struct device_uuid {
+  std::array<unsigned char, 16> bytes{};
+  std::string to_string() const {
+    char text[64];
+    int n = std::snprintf(text, sizeof text, "GPU-");
+    for (int i = 0; i < 16; ++i) {
+      if (i == 4 || i == 6 || i == 8 || i == 10) text[n++] = '-';
+      n += std::snprintf(text + n, sizeof text - n, "%02x", bytes[i]);
+    }
+    return std::string(text, n);
+  }
+  friend bool operator==(const device_uuid& a, const device_uuid& b) noexcept {
+    return a.bytes == b.bytes;
+  }
+};
+
+/// Free and total device memory, in bytes.
+struct memory_info {
+  std::size_t free = 0;
+  std::size_t total = 0;
+};
+
+namespace detail {
+// The attributes that say whether something is supported: their value is a bool.
+constexpr bool is_capability_attribute(cudaDeviceAttr attribute) noexcept {
+  switch (attribute) {
+    case cudaDevAttrGpuOverlap: case cudaDevAttrKernelExecTimeout: case cudaDevAttrIntegrated:
+    case cudaDevAttrCanMapHostMemory: case cudaDevAttrConcurrentKernels:
+    case cudaDevAttrEccEnabled: case cudaDevAttrTccDriver: case cudaDevAttrUnifiedAddressing:
+    case cudaDevAttrStreamPrioritiesSupported: case cudaDevAttrGlobalL1CacheSupported:
+    case cudaDevAttrLocalL1CacheSupported: case cudaDevAttrManagedMemory:
+    case cudaDevAttrIsMultiGpuBoard: case cudaDevAttrHostNativeAtomicSupported:
+    case cudaDevAttrPageableMemoryAccess: case cudaDevAttrConcurrentManagedAccess:
+    case cudaDevAttrComputePreemptionSupported:
+    case cudaDevAttrCanUseHostPointerForRegisteredMem: case cudaDevAttrCooperativeLaunch:
+    case cudaDevAttrCanFlushRemoteWrites: case cudaDevAttrHostRegisterSupported:
+    case cudaDevAttrPageableMemoryAccessUsesHostPageTables:
+    case cudaDevAttrDirectManagedMemAccessFromHost: case cudaDevAttrSparseCudaArraySupported:
+    case cudaDevAttrHostRegisterReadOnlySupported:
+    case cudaDevAttrTimelineSemaphoreInteropSupported: case cudaDevAttrMemoryPoolsSupported:
+    case cudaDevAttrGPUDirectRDMASupported: case cudaDevAttrClusterLaunch:
+    case cudaDevAttrDeferredMappingCudaArraySupported: case cudaDevAttrIpcEventSupport:
+    case cudaDevAttrMpsEnabled: case cudaDevAttrHostMemoryPoolsSupported:
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace detail
+
+/// The value type of a device attribute: bool for the "is supported" kind, int otherwise.
+template <cudaDeviceAttr Attribute>
+struct device_attribute_type {
+  using type = std::conditional_t<detail::is_capability_attribute(Attribute), bool, int>;
+};
+
+namespace detail {
+
+// What curt keeps per device for the life of the process (never destroyed: static owners may
+// still use it at exit): its properties, read once (they do not change), and its primary
+// context, retained once when curt first needs it (as CCCL does), never released.
+struct device_entry {
+  atomic<bool> has_properties{false};
+  cudaDeviceProp properties{};
+  atomic<CUcontext> primary{nullptr};
+};
+// The entry of device `ordinal`, for `call` (named when the ordinal is out of range).
+inline device_entry& device_table(int ordinal, const char* call) {
+  static const int count = device_count();
+  static device_entry* const table = new device_entry[count > 0 ? count : 1];
+  if (ordinal < 0 || ordinal >= count)
+    raise(cudaErrorInvalidDevice, std::string(call) + "(device " + std::to_string(ordinal) + ")",
+          std::to_string(count) + " CUDA device(s) visible", __FILE__, __LINE__);
+  return table[ordinal];
+}
+inline std::mutex& device_table_mutex() {
+  static std::mutex* const mutex = new std::mutex;
+  return *mutex;
+}
+
+inline const cudaDeviceProp& cached_properties(int ordinal) {
+  device_entry& e = device_table(ordinal, "cudaGetDeviceProperties");
+  if (!e.has_properties.load(order::acquire)) {
+    std::lock_guard<std::mutex> lock(device_table_mutex());
+    if (!e.has_properties.load(order::relaxed)) {
+      check(cudaGetDeviceProperties(&e.properties, ordinal), "cudaGetDeviceProperties",
+            {{"device", ordinal}}, __FILE__, __LINE__);
+      e.has_properties.store(true, order::release);
+    }
+  }
+  return e.properties;
+}
+
+}  // namespace detail
+
+/// A CUDA device: a validated ordinal. Cheap to copy; owns nothing.
+class device {
+ public:
+  /// Throws cuda_error(cudaErrorInvalidDevice) naming the ordinal and the device count when
+  /// `ordinal` does not name a visible device.
+  explicit device(int ordinal) : ordinal_(ordinal) {
+    int count = device_count();
+    if (ordinal < 0 || ordinal >= count)
+      detail::raise(cudaErrorInvalidDevice, "curt::device(" + std::to_string(ordinal) + ")",
+                    std::to_string(count) + " CUDA device(s) visible" +
+                        (count == 0 ? " (" + no_device_reason() + ")" : std::string()),
+                    __FILE__, __LINE__);
+  }
+
+  /// The device with this ordinal, not checked against the device count (for hot paths that
+  /// already hold a valid ordinal, e.g. from the runtime).
+  static device from_ordinal_unchecked(int ordinal) noexcept { return device(ordinal, unchecked); }
+
+  int ordinal() const noexcept { return ordinal_; }
+  int get() const noexcept { return ordinal_; }
+
+  /// All properties, read once per device and cached.
+  const cudaDeviceProp& properties() const { return detail::cached_properties(ordinal_); }
+
+  /// Any attribute, read from the driver on each call.
+  int attribute(cudaDeviceAttr attribute) const {
+    int value = 0;
+    detail::check(cudaDeviceGetAttribute(&value, attribute, ordinal_),
+                       "cudaDeviceGetAttribute", {{"attribute", attribute}, {"device", ordinal_}},
+                       __FILE__, __LINE__);
+    return value;
+  }
+  /// A typed attribute: bool for capability flags, int otherwise.
+  template <cudaDeviceAttr Attribute>
+  typename device_attribute_type<Attribute>::type attribute() const {
+    return static_cast<typename device_attribute_type<Attribute>::type>(attribute(Attribute));
+  }
+
+  std::string name() const { return properties().name; }
+  curt::compute_capability compute_capability() const {
+    return {properties().major, properties().minor};
+  }
+  device_uuid uuid() const {
+    device_uuid id;
+    for (int i = 0; i < 16; ++i) id.bytes[i] = static_cast<unsigned char>(properties().uuid.bytes[i]);
+    return id;
+  }
+  /// "0000:8a:00.0"-style PCI address.
+  std::string pci_bus_id() const {
+    char text[32] = {};
+    detail::check(cudaDeviceGetPCIBusId(text, sizeof text, ordinal_), "cudaDeviceGetPCIBusId",
+                       {{"device", ordinal_}}, __FILE__, __LINE__);
+    return text;
+  }
+
+  int multiprocessor_count() const { return properties().multiProcessorCount; }
+  int warp_size() const { return properties().warpSize; }
+  int max_threads_per_block() const { return properties().maxThreadsPerBlock; }
+  int max_threads_per_multiprocessor() const { return properties().maxThreadsPerMultiProcessor; }
+  int max_blocks_per_multiprocessor() const { return properties().maxBlocksPerMultiProcessor; }
+  std::array<int, 3> max_block_dims() const {
+    return {properties().maxThreadsDim[0], properties().maxThreadsDim[1], properties().maxThreadsDim[2]};
+  }
+  std::array<int, 3> max_grid_dims() const {
+    return {properties().maxGridSize[0], properties().maxGridSize[1], properties().maxGridSize[2]};
+  }
+  std::size_t shared_memory_per_block() const { return properties().sharedMemPerBlock; }
+  /// The most dynamic + static shared memory a block can get after opting in.
+  std::size_t max_shared_memory_per_block_optin() const { return properties().sharedMemPerBlockOptin; }
+  std::size_t shared_memory_per_multiprocessor() const {
+    return properties().sharedMemPerMultiprocessor;
+  }
+  int registers_per_block() const { return properties().regsPerBlock; }
+  std::size_t total_memory() const { return properties().totalGlobalMem; }
+  int l2_cache_size() const { return properties().l2CacheSize; }
+  int persisting_l2_cache_max_size() const { return properties().persistingL2CacheMaxSize; }
+  int access_policy_max_window_size() const { return properties().accessPolicyMaxWindowSize; }
+  int memory_bus_width() const { return properties().memoryBusWidth; }
+  bool supports_cooperative_launch() const { return properties().cooperativeLaunch != 0; }
+  bool supports_cluster_launch() const { return attribute<cudaDevAttrClusterLaunch>(); }
+  bool supports_memory_pools() const { return properties().memoryPoolsSupported != 0; }
+  bool supports_managed_memory() const { return properties().managedMemory != 0; }
+  bool supports_concurrent_managed_access() const { return properties().concurrentManagedAccess != 0; }
+  bool supports_stream_priorities() const { return properties().streamPrioritiesSupported != 0; }
+  bool is_integrated() const { return properties().integrated != 0; }
+
+  /// Free and total memory of this device (queried in its context, core/context.hpp).
+  curt::memory_info memory_info() const;
+
+  /// A device limit (stack size, printf FIFO, malloc heap, ...) of this device.
+  std::size_t limit(cudaLimit which) const;
+  void set_limit(cudaLimit which, std::size_t value) const;
+
+  /// Waits for all work on this device (then destroys finished host functions, as a stream's
+  /// synchronize() does).
+  void synchronize() const;
+
+  /// Stream priority range [greatest, least]; numerically greatest <= least (lower runs first).
+  std::pair<int, int> stream_priority_range() const;
+
+  friend bool operator==(device a, device b) noexcept { return a.ordinal_ == b.ordinal_; }
+  friend bool operator!=(device a, device b) noexcept { return a.ordinal_ != b.ordinal_; }
+
+ private:
+  struct unchecked_t {};
+  static constexpr unchecked_t unchecked{};
+  device(int ordinal, unchecked_t) noexcept : ordinal_(ordinal) {}
+  int ordinal_;
+};
+
+/// The calling thread's current device.
+inline device current_device() {
+  int ordinal = 0;
+  CURT_CHECK(cudaGetDevice(&ordinal));
+  return device::from_ordinal_unchecked(ordinal);
+}
+
+/// Makes `d` the calling thread's current device (cudaSetDevice): the one place where curt
+/// changes it, and only when asked to. To target a device for a scope, use device_guard.
+inline void set_current_device(device d) {
+  detail::check(cudaSetDevice(d.ordinal()), "cudaSetDevice", {{"device", d.ordinal()}}, __FILE__,
+                __LINE__);
+}
+
+/// All visible devices, as a range: `for (curt::device d : curt::devices())`.
+class device_range {
+ public:
+  class iterator {
+   public:
+    // An input iterator: operator* returns a device by value, which forward iterators may not.
+    using iterator_category = std::input_iterator_tag;
+    using value_type = device;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = device;
+    explicit iterator(int ordinal) noexcept : ordinal_(ordinal) {}
+    device operator*() const noexcept { return device::from_ordinal_unchecked(ordinal_); }
+    iterator& operator++() noexcept { ++ordinal_; return *this; }
+    iterator operator++(int) noexcept { iterator old = *this; ++ordinal_; return old; }
+    friend bool operator==(iterator a, iterator b) noexcept { return a.ordinal_ == b.ordinal_; }
+    friend bool operator!=(iterator a, iterator b) noexcept { return a.ordinal_ != b.ordinal_; }
+
+   private:
+    int ordinal_;
+  };
+  device_range() noexcept : count_(device_count()) {}
+  iterator begin() const noexcept { return iterator(0); }
+  iterator end() const noexcept { return iterator(count_); }
+  int size() const noexcept { return count_; }
+  bool empty() const noexcept { return count_ == 0; }
+  device operator[](int i) const { return device(i); }
+
+ private:
+  int count_;
+};
+
+inline device_range devices() noexcept { return device_range(); }
+
+}  // namespace curt
+
+#include <curt/core/context.hpp>  // device_guard, and the members that need a context

@@ -1,0 +1,210 @@
+// curt/execution/event.hpp: CUDA events (owning curt::event, non-owning curt::event_ref), elapsed
+// time as std::chrono durations. (curt::stream_timer, in stream.hpp, times a region of a stream.)
+//
+// Recording, waiting, queries, timing and destruction go through the driver, which runs them in
+// the event's own context: they need no current context and make none current. A failure keeps
+// the runtime's code of the same number (the two enums share them), as the runtime reported it.
+#pragma once
+
+#include <curt/core/context.hpp>
+#include <curt/core/deferred.hpp>
+#include <curt/core/device.hpp>
+#include <curt/core/handle.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace curt {
+
+/// Named event flags; combine with |. The default (none) is the cheapest event: no timing.
+enum class event_flags : unsigned {
+  none = 0,
+  timing = 1u << 0,         ///< can be timed with curt::elapsed (costs more per record)
+  blocking_sync = 1u << 1,  ///< synchronize() blocks the thread instead of spinning
+  interprocess = 1u << 2,   ///< can be shared with other processes (needs timing off)
+};
+constexpr event_flags operator|(event_flags a, event_flags b) noexcept {
+  return static_cast<event_flags>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
+}
+constexpr bool has_flag(event_flags set, event_flags flag) noexcept {
+  return (static_cast<unsigned>(set) & static_cast<unsigned>(flag)) != 0;
+}
+
+/// Milliseconds as the runtime measures them (about half a microsecond resolution).
+using event_duration = std::chrono::duration<float, std::milli>;
+
+namespace detail {
+
+/// Runs `call`, a driver call on `stream`, in the stream's own context: a created stream needs no
+/// current context; a default-stream handle names the current context's stream, so on a thread
+/// with none the runtime device's primary context is current for the call, as the runtime would.
+template <class Call>
+int on_stream(cudaStream_t stream, Call&& call) {
+  if (CURT_LIKELY(!is_default_stream_handle(stream))) return call();
+  context_scope in(for_stream, stream);
+  return call();
+}
+
+/// Throws for a driver call that failed with `result`, in the runtime's category (same number).
+template <class Explain = std::string>
+void check_runtime(int result, const char* call, const char* file, int line,
+                   Explain&& explain = {}) {
+  if (CURT_UNLIKELY(result != 0))
+    throw_error(make_error_code(static_cast<cudaError_t>(result)), call, file, line,
+                std::forward<Explain>(explain));
+}
+
+}  // namespace detail
+
+/// A non-owning event handle.
+class event_ref {
+ public:
+  event_ref(cudaEvent_t handle) noexcept : handle_(handle) {}  // NOLINT: implicit by design
+  event_ref(int) = delete;             ///< 0 is not an event
+  event_ref(std::nullptr_t) = delete;  ///< nor is nullptr
+
+  /// The native handle; throws when this refers to an empty, moved-from or released owner.
+  cudaEvent_t get() const { return native("get()"); }
+  /// False for a ref to an empty, moved-from or released owner.
+  bool valid() const noexcept { return !detail::is_state_handle(handle_); }
+
+  /// Captures the work submitted to `stream` so far. The stream must belong to the device (and
+  /// context) the event was created in. A `stream` of 0 is the default stream it means in the
+  /// calling translation unit, as for stream_ref.
+  template <bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
+  void record(cudaStream_t stream) const {
+    cudaStream_t target = stream ? stream : PerThreadDefault ? cudaStreamPerThread : cudaStreamLegacy;
+    cudaEvent_t e = native("record()");
+    int result = detail::on_stream(
+        target, [&] { return CURT_DETAIL_DRIVER_FUNCTION(cuEventRecord, 2000)(e, target); });
+    if (CURT_UNLIKELY(result != 0)) explain_record_failure(result, target);
+  }
+  /// Blocks until the captured work is done.
+  void synchronize() const {
+    detail::check_runtime(CURT_DETAIL_DRIVER_FUNCTION(cuEventSynchronize, 2000)(native("synchronize()")),
+                          "cuEventSynchronize(event)", __FILE__, __LINE__);
+    detail::deferred().drain();
+  }
+  /// True when the captured work is done (or nothing was recorded).
+  bool ready() const {
+    int result = CURT_DETAIL_DRIVER_FUNCTION(cuEventQuery, 2000)(native("ready()"));
+    detail::deferred().drain();
+    if (result == cudaErrorNotReady) return false;
+    detail::check_runtime(result, "cuEventQuery(event)", __FILE__, __LINE__);
+    return true;
+  }
+  /// Handle another process can open with event::from_ipc_handle (event_flags::interprocess).
+  cudaIpcEventHandle_t ipc_handle() const {
+    cudaIpcEventHandle_t handle{};
+    detail::check(cudaIpcGetEventHandle(&handle, native("ipc_handle()")),
+                  "cudaIpcGetEventHandle(event)", __FILE__, __LINE__);
+    return handle;
+  }
+
+  friend bool operator==(event_ref a, event_ref b) noexcept { return a.handle_ == b.handle_; }
+  friend bool operator!=(event_ref a, event_ref b) noexcept { return a.handle_ != b.handle_; }
+
+ protected:
+  /// The handle for a CUDA call; throws, naming `operation`, when there is none.
+  cudaEvent_t native(const char* operation) const {
+    return detail::usable_handle(handle_, "curt::event", operation);
+  }
+  cudaEvent_t handle_;
+
+ private:
+  [[noreturn]] CURT_COLD static void explain_record_failure(int result, cudaStream_t stream) {
+    detail::throw_error(make_error_code(static_cast<cudaError_t>(result)),
+                        "cuEventRecord(event, stream)", __FILE__, __LINE__, [&] {
+                          int ordinal = -1;
+                          std::string why;
+                          if (result != cudaErrorInvalidResourceHandle) return why;
+                          why = "an event can be recorded only on a stream of the device and "
+                                "context it was created in";
+                          detail::context_scope in(detail::for_stream, stream);
+                          if (cudaStreamGetDevice(stream, &ordinal) == cudaSuccess)
+                            why += "; this stream is on device " + std::to_string(ordinal);
+                          (void)cudaGetLastError();
+                          return why;
+                        });
+  }
+};
+
+/// Time between two recorded, completed events created with event_flags::timing.
+inline event_duration elapsed(event_ref start, event_ref stop) {
+  float ms = 0.0f;
+  cudaEvent_t from = start.get(), to = stop.get();
+  int result = CURT_DETAIL_DRIVER_FUNCTION(cuEventElapsedTime, 12080)(&ms, from, to);
+  detail::check_runtime(result, "cuEventElapsedTime(start, stop)", __FILE__, __LINE__,
+                        result == cudaErrorInvalidResourceHandle
+                            ? "both events must be created with curt::event_flags::timing and "
+                              "be recorded"
+                        : result == cudaErrorNotReady
+                            ? "the events' work has not finished: synchronize first"
+                            : "");
+  return event_duration(ms);
+}
+
+namespace detail {
+struct event_traits {
+  static void destroy(event_ref&, no_state&);
+};
+}  // namespace detail
+
+/// An owning event. Move-only; destroyed with its owner.
+class event : public detail::unique_handle<event_ref, detail::event_traits> {
+  using base = detail::unique_handle<event_ref, detail::event_traits>;
+
+ public:
+  /// Creates an event on device `d` (in the context current for d, else d's primary context).
+  explicit event(device d, event_flags flags = event_flags::none)
+      : base(detail::state_handle<cudaEvent_t>(detail::handle_state::empty)) {
+    unsigned native_flags = to_native(flags);
+    device_guard guard(d);
+    cudaEvent_t created = nullptr;
+    detail::check(cudaEventCreateWithFlags(&created, native_flags), "cudaEventCreateWithFlags",
+                  {{"flags", native_flags}, {"device", d.ordinal()}}, __FILE__, __LINE__);
+    handle_ = created;
+  }
+  /// An empty owner: every use throws until an event is assigned.
+  explicit event(no_handle_t) noexcept
+      : base(detail::state_handle<cudaEvent_t>(detail::handle_state::empty)) {}
+
+  /// Takes ownership of a native event (not null).
+  static event from_native_handle(cudaEvent_t handle) {
+    if (handle == nullptr || detail::is_state_handle(handle))
+      detail::raise(cudaErrorInvalidResourceHandle, "curt::event::from_native_handle",
+                    "only a created event can be owned, not null", __FILE__, __LINE__);
+    return event(handle);
+  }
+  /// Opens an event another process shared (the runtime gives it interprocess flags).
+  static event from_ipc_handle(cudaIpcEventHandle_t handle) {
+    cudaEvent_t opened = nullptr;
+    detail::check(cudaIpcOpenEventHandle(&opened, handle), "cudaIpcOpenEventHandle(handle)",
+                  __FILE__, __LINE__);
+    return event(opened);
+  }
+
+  static unsigned to_native(event_flags flags) {
+    if (has_flag(flags, event_flags::interprocess) && has_flag(flags, event_flags::timing))
+      detail::raise(cudaErrorInvalidValue, "curt::event(interprocess | timing)",
+                    "an interprocess event cannot have timing (CUDA requires it off)", __FILE__,
+                    __LINE__);
+    unsigned native = has_flag(flags, event_flags::timing) ? 0u : unsigned(cudaEventDisableTiming);
+    if (has_flag(flags, event_flags::blocking_sync)) native |= cudaEventBlockingSync;
+    if (has_flag(flags, event_flags::interprocess)) native |= cudaEventInterprocess;
+    return native;
+  }
+
+ private:
+  explicit event(cudaEvent_t handle) noexcept : base(handle) {}
+};
+
+inline void detail::event_traits::destroy(event_ref& e, no_state&) {
+  report(CURT_DETAIL_DRIVER_FUNCTION(cuEventDestroy, 4000)(e.get()), "cuEventDestroy(event)",
+         __FILE__, __LINE__);
+}
+
+}  // namespace curt

@@ -1,0 +1,510 @@
+// curt/execution/launch.hpp: kernel launch through cudaLaunchKernelEx with a named launch configuration.
+//
+//   curt::launch(stream, curt::launch_config(grid, block).cluster_dims(2), kernel, args...);
+//   curt::launch(stream, config, [=] __device__ (int n) { ... }, n);  // nvcc --extended-lambda
+//
+// Arguments are checked against the kernel's parameters at compile time. A refused launch
+// becomes a curt::cuda_error that names the kernel and its configuration and, for the common
+// mistakes (block too large, grid not a multiple of the cluster, too much shared memory, a
+// cooperative grid larger than the device, or the stream's green context, holds), the numbers
+// involved. That diagnosis runs only after the driver refuses, so a successful launch costs
+// exactly what cudaLaunchKernelEx costs. Programmatic dependent launch is off unless asked for.
+//
+// The launch itself is the driver's cuLaunchKernelEx of the kernel's context-independent handle
+// (cudaGetKernel): the driver runs it in the stream's own context, so a thread with no current
+// context gets none (the runtime's launch would make device 0's primary context current there).
+#pragma once
+
+#include <curt/core/config.hpp>
+#include <curt/core/context.hpp>
+#include <curt/core/device.hpp>
+#include <curt/core/error.hpp>
+#include <curt/execution/access_policy.hpp>
+#include <curt/execution/event.hpp>
+#include <curt/execution/stream.hpp>
+
+#include <cuda_runtime_api.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#  include <cxxabi.h>
+#endif
+
+#include <array>
+#include <cstddef>
+#include <cstdlib>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+// The green context of a stream, for the diagnosis of refused cooperative launches; declared as
+// <cuda.h> declares it (that header is not included here).
+typedef struct CUgreenCtx_st* CUgreenCtx;
+
+namespace curt::detail::launch_fn {
+// CUlaunchConfig, whose attributes have cudaLaunchAttribute's layout (the driver's and the
+// runtime's ids and values are the same).
+struct launch_config {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_memory;
+  cudaStream_t stream;
+  const cudaLaunchAttribute* attributes;
+  unsigned attribute_count;
+};
+using cuLaunchKernelEx_v11060 = int(CURT_DETAIL_DRIVER_API*)(const launch_config* config,
+                                                              cudaKernel_t kernel, void** arguments,
+                                                              void** extra);
+// The 12040 ABI's CUdevResource (144 bytes): type, 92 bytes, then CUdevSmResource in a 48-byte
+// union.
+struct sm_resource_v1 {
+  int type;
+  unsigned char padding[92];
+  unsigned sm_count, min_partition_size, coscheduled_alignment;
+  unsigned char rest[36];
+};
+static_assert(sizeof(sm_resource_v1) == 144, "CUdevResource of the 12040 ABI has 144 bytes");
+using cuStreamGetGreenCtx_v12040 = int(CURT_DETAIL_DRIVER_API*)(CUstream stream, CUgreenCtx* green);
+using cuGreenCtxGetDevResource_v12040 = int(CURT_DETAIL_DRIVER_API*)(CUgreenCtx green,
+                                                                     sm_resource_v1* resource,
+                                                                     int type);
+}  // namespace curt::detail::launch_fn
+
+namespace curt {
+
+/// Blocks needed to cover `count` items with `per_block` items per block: count / per_block
+/// rounded up, in the common type of the two (no overflow near its maximum, no narrowing).
+/// Both must be non-negative and per_block positive.
+template <class T, class U>
+constexpr std::common_type_t<T, U> ceil_div(T count, U per_block) noexcept {
+  static_assert(std::is_integral_v<T> && std::is_integral_v<U>, "curt::ceil_div takes integers");
+  using R = std::common_type_t<T, U>;
+  return static_cast<R>(static_cast<R>(count) / static_cast<R>(per_block) +
+                        (static_cast<R>(count) % static_cast<R>(per_block) != 0 ? 1 : 0));
+}
+
+/// Grid, block, dynamic shared memory and launch attributes, set by name. Setting an attribute
+/// twice keeps the last value.
+class launch_config {
+ public:
+  launch_config() = default;
+  launch_config(dim3 grid, dim3 block, std::size_t dynamic_shared_memory = 0) noexcept
+      : grid_(grid), block_(block), dynamic_shared_memory_(dynamic_shared_memory) {}
+
+  launch_config& grid(dim3 blocks) noexcept { grid_ = blocks; return *this; }
+  launch_config& block(dim3 threads) noexcept { block_ = threads; return *this; }
+  launch_config& dynamic_shared_memory(std::size_t bytes) noexcept {
+    dynamic_shared_memory_ = bytes;
+    return *this;
+  }
+  /// Blocks per cluster; the grid must be a multiple of it in each dimension.
+  launch_config& cluster_dims(dim3 blocks) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.clusterDim = {blocks.x, blocks.y, blocks.z};
+    return set(cudaLaunchAttributeClusterDimension, v);
+  }
+  /// A larger cluster shape to use where the device can; a multiple of cluster_dims.
+  launch_config& preferred_cluster_dims(dim3 blocks) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.preferredClusterDim = {blocks.x, blocks.y, blocks.z};
+    return set(cudaLaunchAttributePreferredClusterDimension, v);
+  }
+  /// All blocks resident at once, so the grid may synchronize (cooperative_groups grid.sync()).
+  launch_config& cooperative(bool on = true) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.cooperative = on;
+    return set(cudaLaunchAttributeCooperative, v);
+  }
+  /// Programmatic dependent launch: this kernel may start before the previous kernel in the
+  /// stream finishes; it waits with cudaGridDependencySynchronize() where it needs that result.
+  launch_config& programmatic_stream_serialization(bool on = true) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.programmaticStreamSerializationAllowed = on;
+    return set(cudaLaunchAttributeProgrammaticStreamSerialization, v);
+  }
+  /// Records `e` once all blocks have triggered (cudaTriggerProgrammaticLaunchCompletion) or
+  /// started, so kernels on other streams can wait on this kernel's early part (with
+  /// cudaGridDependencySynchronize). The host may see it fire only after the kernel is done:
+  /// on the H200, ready() stayed false while the kernel ran. `e` must not record timing.
+  launch_config& programmatic_event(event_ref e, bool trigger_at_block_start = false) {
+    cudaLaunchAttributeValue v{};
+    v.programmaticEvent.event = e.get();
+    v.programmaticEvent.flags = 0;
+    v.programmaticEvent.triggerAtBlockStart = trigger_at_block_start;
+    return set(cudaLaunchAttributeProgrammaticEvent, v);
+  }
+  /// Records `e` when all blocks have started (they may still be running; the driver calls this
+  /// best effort). `e` must not record timing.
+  launch_config& launch_completion_event(event_ref e) {
+    cudaLaunchAttributeValue v{};
+    v.launchCompletionEvent.event = e.get();
+    v.launchCompletionEvent.flags = 0;
+    return set(cudaLaunchAttributeLaunchCompletionEvent, v);
+  }
+  /// Scheduling priority of this kernel (same scale as stream priorities).
+  launch_config& priority(int value) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.priority = value;
+    return set(cudaLaunchAttributePriority, v);
+  }
+  launch_config& memory_sync_domain(cudaLaunchMemSyncDomain domain) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.memSyncDomain = domain;
+    return set(cudaLaunchAttributeMemSyncDomain, v);
+  }
+  launch_config& access_policy_window(const curt::access_policy_window& window) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.accessPolicyWindow = window.native();
+    return set(cudaLaunchAttributeAccessPolicyWindow, v);
+  }
+  /// Percent of the unified L1/shared memory to carve out as shared memory for this launch.
+  launch_config& preferred_shared_memory_carveout(unsigned percent) noexcept {
+    cudaLaunchAttributeValue v{};
+    v.sharedMemCarveout = percent;
+    return set(cudaLaunchAttributePreferredSharedMemoryCarveout, v);
+  }
+
+  dim3 grid_dims() const noexcept { return grid_; }
+  dim3 block_dims() const noexcept { return block_; }
+  std::size_t dynamic_shared_memory_bytes() const noexcept { return dynamic_shared_memory_; }
+  /// The most attributes a configuration holds: one slot per attribute id it can set.
+  static constexpr unsigned max_attributes = 12;
+  unsigned attribute_count() const noexcept { return count_; }
+  const cudaLaunchAttribute* attributes() const noexcept { return attributes_.data(); }
+  /// The attribute with this id, or nullptr when not set.
+  const cudaLaunchAttribute* find(cudaLaunchAttributeID id) const noexcept {
+    for (unsigned i = 0; i < count_; ++i)
+      if (attributes_[i].id == id) return &attributes_[i];
+    return nullptr;
+  }
+
+  /// The runtime's form, pointing into this object's attributes, for `stream`.
+  cudaLaunchConfig_t native(cudaStream_t stream) const noexcept {
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid_;
+    config.blockDim = block_;
+    config.dynamicSmemBytes = dynamic_shared_memory_;
+    config.stream = stream;
+    config.attrs = const_cast<cudaLaunchAttribute*>(attributes_.data());  // the API never writes
+    config.numAttrs = count_;
+    return config;
+  }
+
+ private:
+  launch_config& set(cudaLaunchAttributeID id, const cudaLaunchAttributeValue& value) noexcept {
+    unsigned i = 0;
+    while (i < count_ && attributes_[i].id != id) ++i;
+    attributes_[i].id = id;  // one slot per attribute id: never overflows
+    attributes_[i].val = value;
+    if (i == count_) ++count_;
+    return *this;
+  }
+
+  dim3 grid_{1, 1, 1};
+  dim3 block_{1, 1, 1};
+  std::size_t dynamic_shared_memory_ = 0;
+  std::array<cudaLaunchAttribute, max_attributes> attributes_{};
+  unsigned count_ = 0;
+};
+
+namespace detail {
+
+inline std::string dims_text(dim3 d) {
+  return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z);
+}
+inline unsigned long long volume(dim3 d) {
+  return static_cast<unsigned long long>(d.x) * d.y * d.z;
+}
+
+// The launch error path below is made of templates (the config's type is a parameter, always
+// cudaLaunchConfig_t): their bodies are compiled only in translation units that launch, not in
+// every file that includes curt.
+
+// The kernel's name as written in the source (demangled where the compiler lets us).
+template <class Kernel>
+std::string kernel_name(Kernel kernel) {
+  const char* name = nullptr;
+  if (cudaFuncGetName(&name, kernel) != cudaSuccess || !name) {
+    (void)cudaGetLastError();
+    return "<unknown kernel>";
+  }
+#if defined(__GNUC__) || defined(__clang__)
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string text;
+  try {
+    if (status == 0 && demangled) text = demangled;
+  } catch (...) {
+    std::free(demangled);
+    throw;
+  }
+  std::free(demangled);
+  if (!text.empty()) return text;
+#endif
+  return name;
+}
+
+template <class Config>
+std::string describe_launch(const Config& config, const void* kernel) {
+  std::string text = "curt::launch(" + kernel_name(kernel) + ", grid " + dims_text(config.gridDim) +
+                     ", block " + dims_text(config.blockDim) + ", " +
+                     std::to_string(config.dynamicSmemBytes) + " B dynamic shared memory";
+  for (unsigned i = 0; i < config.numAttrs; ++i) {
+    const cudaLaunchAttribute& a = config.attrs[i];
+    switch (a.id) {
+      case cudaLaunchAttributeClusterDimension:
+        text += ", cluster " + dims_text(dim3(a.val.clusterDim.x, a.val.clusterDim.y, a.val.clusterDim.z));
+        break;
+      case cudaLaunchAttributePreferredClusterDimension:
+        text += ", preferred cluster " +
+                dims_text(dim3(a.val.preferredClusterDim.x, a.val.preferredClusterDim.y,
+                               a.val.preferredClusterDim.z));
+        break;
+      case cudaLaunchAttributeCooperative:
+        if (a.val.cooperative) text += ", cooperative";
+        break;
+      case cudaLaunchAttributeProgrammaticStreamSerialization:
+        if (a.val.programmaticStreamSerializationAllowed) text += ", programmatic stream serialization";
+        break;
+      case cudaLaunchAttributePriority:
+        text += ", priority " + std::to_string(a.val.priority);
+        break;
+      case cudaLaunchAttributeProgrammaticEvent:
+        text += ", programmatic event";
+        break;
+      case cudaLaunchAttributeLaunchCompletionEvent:
+        text += ", launch completion event";
+        break;
+      case cudaLaunchAttributeMemSyncDomain:
+        text += ", memory sync domain " + std::to_string(static_cast<int>(a.val.memSyncDomain));
+        break;
+      case cudaLaunchAttributeAccessPolicyWindow:
+        text += ", access policy window of " +
+                std::to_string(a.val.accessPolicyWindow.num_bytes) + " B";
+        break;
+      case cudaLaunchAttributePreferredSharedMemoryCarveout:
+        text += ", shared memory carveout " + std::to_string(a.val.sharedMemCarveout) + "%";
+        break;
+      default:
+        text += ", attribute " + std::to_string(static_cast<int>(a.id));
+    }
+  }
+  return text + ")";
+}
+
+// The SMs of the green context `stream` belongs to (cuStreamGetGreenCtx, then its SM resource);
+// 0 for a stream of an ordinary context, or when the driver cannot tell. The caller has made the
+// stream's context current. (A template, as the rest of the error path: Stream is cudaStream_t.)
+template <class Stream>
+CURT_COLD unsigned green_sm_count(Stream stream) noexcept {
+  try {
+    auto green_of = CURT_DETAIL_DRIVER_LOOKUP(launch_fn::cuStreamGetGreenCtx_v12040,
+                                              "cuStreamGetGreenCtx", 12040, cudaEnableLegacyStream);
+    auto resource_of = CURT_DETAIL_DRIVER_LOOKUP(launch_fn::cuGreenCtxGetDevResource_v12040,
+                                                 "cuGreenCtxGetDevResource", 12040,
+                                                 cudaEnableLegacyStream);
+    CUgreenCtx green = nullptr;
+    launch_fn::sm_resource_v1 resource{};
+    if (green_of(stream, &green) != 0 || green == nullptr ||
+        resource_of(green, &resource, 1 /* CU_DEV_RESOURCE_TYPE_SM */) != 0)
+      return 0;
+    return resource.sm_count;
+  } catch (...) {  // a driver without green contexts: the device's count applies
+    return 0;
+  }
+}
+
+// Says in numbers why the driver refused a launch, for the mistakes that can be told apart. The
+// kernel's attributes and occupancy are read in the stream's context: they differ per device.
+template <class Config>
+std::string explain_launch_failure(const Config& config, const void* kernel) {
+  CUcontext context = stream_context(config.stream);
+  if (context == nullptr && !is_default_stream_handle(config.stream)) return {};
+  context_scope in_stream_context(context ? context : context_of(config.stream));
+  int ordinal = 0;
+  if (cudaStreamGetDevice(config.stream, &ordinal) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return {};
+  }
+  const cudaDeviceProp& p = cached_properties(ordinal);
+  const dim3 grid = config.gridDim, block = config.blockDim;
+  const unsigned long long threads = volume(block), blocks = volume(grid);
+  if (threads == 0 || blocks == 0) return "grid and block dimensions must all be at least 1";
+  if (threads > static_cast<unsigned long long>(p.maxThreadsPerBlock))
+    return "block of " + std::to_string(threads) + " threads exceeds the device's limit of " +
+           std::to_string(p.maxThreadsPerBlock) + " threads per block";
+  const unsigned block_dims[3] = {block.x, block.y, block.z};
+  const unsigned grid_dims[3] = {grid.x, grid.y, grid.z};
+  for (int i = 0; i < 3; ++i) {
+    if (block_dims[i] > static_cast<unsigned>(p.maxThreadsDim[i]))
+      return "block dimension " + std::string(1, "xyz"[i]) + " = " + std::to_string(block_dims[i]) +
+             " exceeds the device's limit of " + std::to_string(p.maxThreadsDim[i]);
+    if (grid_dims[i] > static_cast<unsigned>(p.maxGridSize[i]))
+      return "grid dimension " + std::string(1, "xyz"[i]) + " = " + std::to_string(grid_dims[i]) +
+             " exceeds the device's limit of " + std::to_string(p.maxGridSize[i]);
+  }
+  cudaFuncAttributes f{};
+  bool have_attributes = cudaFuncGetAttributes(&f, kernel) == cudaSuccess;
+  if (!have_attributes) (void)cudaGetLastError();
+  if (have_attributes && threads > static_cast<unsigned long long>(f.maxThreadsPerBlock))
+    return "block of " + std::to_string(threads) + " threads exceeds this kernel's limit of " +
+           std::to_string(f.maxThreadsPerBlock) + " (its register use or __launch_bounds__)";
+  if (have_attributes) {
+    std::size_t total = config.dynamicSmemBytes + f.sharedSizeBytes;
+    if (total > p.sharedMemPerBlockOptin)
+      return std::to_string(config.dynamicSmemBytes) + " B of dynamic shared memory (+ " +
+             std::to_string(f.sharedSizeBytes) + " B static) exceeds the device's limit of " +
+             std::to_string(p.sharedMemPerBlockOptin) + " B per block";
+    if (config.dynamicSmemBytes > static_cast<std::size_t>(f.maxDynamicSharedSizeBytes))
+      return std::to_string(config.dynamicSmemBytes) +
+             " B of dynamic shared memory exceeds this kernel's limit of " +
+             std::to_string(f.maxDynamicSharedSizeBytes) +
+             " B; raise it with curt::set_max_dynamic_shared_memory (the device allows up to " +
+             std::to_string(p.sharedMemPerBlockOptin - f.sharedSizeBytes) + " B)";
+  }
+  bool cooperative = false;
+  for (unsigned i = 0; i < config.numAttrs; ++i) {
+    const cudaLaunchAttribute& a = config.attrs[i];
+    if (a.id == cudaLaunchAttributeCooperative) cooperative = a.val.cooperative != 0;
+    if (a.id != cudaLaunchAttributeClusterDimension) continue;
+    dim3 cluster(a.val.clusterDim.x, a.val.clusterDim.y, a.val.clusterDim.z);
+    if (volume(cluster) == 0) return "cluster dimensions must all be at least 1";
+    if (grid.x % cluster.x || grid.y % cluster.y || grid.z % cluster.z)
+      return "grid " + dims_text(grid) + " is not a multiple of the cluster " + dims_text(cluster);
+    if (volume(cluster) > 8 && have_attributes && !f.nonPortableClusterSizeAllowed)
+      return "cluster of " + std::to_string(volume(cluster)) +
+             " blocks exceeds the portable maximum of 8; allow more with "
+             "curt::allow_non_portable_cluster_size";
+  }
+  if (cooperative) {
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(threads),
+                                                      config.dynamicSmemBytes) == cudaSuccess) {
+      // On a green stream only the green context's SMs count.
+      const unsigned green = green_sm_count(config.stream);
+      const unsigned sms = green ? green : static_cast<unsigned>(p.multiProcessorCount);
+      unsigned long long fit = static_cast<unsigned long long>(per_sm) * sms;
+      if (blocks > fit)
+        return "cooperative grid of " + std::to_string(blocks) + " blocks exceeds the " +
+               std::to_string(fit) + " that can be resident at once" +
+               (green ? " on the stream's green context" : "") + " (" + std::to_string(per_sm) +
+               " per multiprocessor x " + std::to_string(sms) +
+               (green ? " SMs; the device has " + std::to_string(p.multiProcessorCount) + ")"
+                      : ")");
+    }
+  }
+  return {};
+}
+
+template <class Config>
+[[noreturn]] CURT_COLD void throw_launch_error(int result, const Config& config, const void* kernel) {
+  throw_error(make_error_code(static_cast<cudaError_t>(result)), describe_launch(config, kernel),
+              __FILE__, __LINE__, [&]() -> std::string {
+                (void)cudaGetLastError();  // the diagnosis calls the runtime: start clean
+                try {
+                  return explain_launch_failure(config, kernel);
+                } catch (const cuda_error&) {  // the stream's context could not be entered
+                  return {};
+                }
+              });
+}
+
+// The driver's launch of the kernel's context-independent handle, in the stream's own context.
+inline int launch_native(const cudaLaunchConfig_t& config, const void* kernel, void** arguments) {
+  cudaKernel_t handle = nullptr;
+  if (cudaError_t status = cudaGetKernel(&handle, kernel); CURT_UNLIKELY(status != cudaSuccess))
+    return status;
+  const launch_fn::launch_config native{config.gridDim.x,  config.gridDim.y,  config.gridDim.z,
+                                        config.blockDim.x, config.blockDim.y, config.blockDim.z,
+                                        static_cast<unsigned>(config.dynamicSmemBytes),
+                                        config.stream,     config.attrs,      config.numAttrs};
+  return on_stream(config.stream, [&] {
+    return CURT_DETAIL_DRIVER_LOOKUP(launch_fn::cuLaunchKernelEx_v11060, "cuLaunchKernelEx", 11060,
+                                     cudaEnableLegacyStream)(&native, handle, arguments, nullptr);
+  });
+}
+
+template <std::size_t Index, class Param, class Arg>
+constexpr bool check_argument() {
+  static_assert(std::is_convertible_v<Arg, Param>,
+                "curt::launch: an argument does not convert to the kernel's parameter type; "
+                "see Index (0-based), Param and Arg in the instantiation below");
+  return std::is_convertible_v<Arg, Param>;
+}
+
+template <class ParamTuple, class ArgTuple, std::size_t... I>
+constexpr bool check_arguments(std::index_sequence<I...>) {
+  return (check_argument<I, std::tuple_element_t<I, ParamTuple>,
+                         std::tuple_element_t<I, ArgTuple>>() && ...);
+}
+
+template <class... Params, class... Args, std::size_t... I>
+inline void launch_converted(const cudaLaunchConfig_t& config, void (*kernel)(Params...),
+                             std::index_sequence<I...>, Args&&... args) {
+  // The kernel's parameters by value, in its own types, as <<<>>> would pass them.
+  using values_t = std::tuple<std::decay_t<Params>...>;
+  [[maybe_unused]] values_t values = values_t(std::forward<Args>(args)...);
+  void* pointers[sizeof...(Params) + 1] = {static_cast<void*>(&std::get<I>(values))..., nullptr};
+  int result = launch_native(config, reinterpret_cast<const void*>(kernel), pointers);
+  if (CURT_UNLIKELY(result != 0))
+    throw_launch_error(result, config, reinterpret_cast<const void*>(kernel));
+}
+
+}  // namespace detail
+
+/// Launches `kernel` on `stream` with `config`; the arguments must convert to its parameters.
+template <class... Params, class... Args>
+inline void launch(stream_ref stream, const launch_config& config, void (*kernel)(Params...),
+                   Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args),
+                "curt::launch: the number of arguments differs from the kernel's parameters");
+  if constexpr (sizeof...(Params) == sizeof...(Args)) {
+    constexpr bool convertible =
+        detail::check_arguments<std::tuple<Params...>, std::tuple<Args&&...>>(
+            std::index_sequence_for<Params...>{});
+    if constexpr (convertible)  // otherwise only curt's static_assert speaks
+      detail::launch_converted(config.native(stream.get()), kernel,
+                               std::index_sequence_for<Params...>{}, std::forward<Args>(args)...);
+  }
+}
+
+#if defined(__CUDACC__)
+
+namespace detail {
+template <class Function, class... Args>
+__global__ void functor_kernel(Function function, Args... args) {
+  static_assert(std::is_invocable_v<Function&, Args&...>,
+                "curt::launch: the functor cannot be called with these arguments; see Function "
+                "and Args in the instantiation below");
+  if constexpr (std::is_invocable_v<Function&, Args&...>) function(args...);
+}
+}  // namespace detail
+
+/// The __global__ function curt launches for a functor of type Function with arguments of these
+/// types (decayed), for occupancy queries and kernel attributes. Prefer kernel_for(), which
+/// deduces the types from the very values the launch passes.
+template <class Function, class... Args>
+constexpr auto functor_kernel() noexcept {
+  return &detail::functor_kernel<std::decay_t<Function>, std::decay_t<Args>...>;
+}
+
+/// The __global__ function that curt::launch(stream, config, function, args...) launches, from
+/// the same values: `auto k = curt::kernel_for(lambda, n, data);` then
+/// `curt::max_active_blocks_per_multiprocessor(device, k, 256)`. (The values are not used.)
+template <class Function, class... Args>
+constexpr auto kernel_for(Function&&, Args&&...) noexcept {
+  return functor_kernel<Function, Args...>();
+}
+
+/// Launches a functor or device lambda: every thread calls function(args...).
+template <class Function, class... Args,
+          std::enable_if_t<!std::is_pointer_v<std::decay_t<Function>> &&
+                               !std::is_function_v<std::remove_reference_t<Function>>,
+                           int> = 0>
+inline void launch(stream_ref stream, const launch_config& config, Function&& function,
+                   Args&&... args) {
+  launch(stream, config, kernel_for(function, args...), std::forward<Function>(function),
+         std::forward<Args>(args)...);
+}
+
+#endif  // __CUDACC__
+
+}  // namespace curt

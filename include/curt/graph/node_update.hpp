@@ -1,0 +1,196 @@
+// curt/graph/node_update.hpp: changes to one node of an executable graph, without a new graph or
+// instantiation, and switching nodes off and on.
+//
+//   curt::update_kernel_node(exec, k, config, saxpy, 3.0f, x, y, n);  // checked like launch
+//   curt::update_memcpy_node(exec, copy, other_dst, other_src);        // typed, sizes checked
+//   curt::update_host_node(exec, report, [&] { ... });
+//   curt::set_node_enabled(exec, k, false);                           // kernel, memcpy, memset
+//
+// `node` is a node of the graph `exec` was instantiated from; the change applies to exec's later
+// launches only. A refusal names the node's kind, or the kind's update rule (node_kinds.hpp).
+#pragma once
+
+#include <curt/graph/nodes.hpp>
+
+namespace curt {
+namespace detail {
+
+/// Refuses, before the change is asked of CUDA, enabling or disabling a node of `type`.
+inline void check_enable_type(cudaGraphNodeType type, const char* operation) {
+  if (CURT_LIKELY(kind_of(type).toggles)) return;
+  raise(cudaErrorInvalidValue, operation,
+        "only " + kinds_with(&node_kind::toggles) + " can be enabled and disabled, and this is a " +
+            node_type_name(type) + " node. Nothing was changed",
+        __FILE__, __LINE__);
+}
+[[noreturn]] CURT_COLD inline void throw_update_error(cudaError_t status, graph_node node,
+                                                     const cudaGraphNodeParams& params,
+                                                     const char* function) {
+  throw_error(make_error_code(status), describe_node_params(function, params), __FILE__, __LINE__,
+              [&] {
+                return diagnose([&]() -> std::string {
+                  cudaGraphNodeType type{};
+                  if (cudaGraphNodeGetType(node.get(), &type) != cudaSuccess)
+                    return "is the node one of the graph the executable graph was instantiated "
+                           "from, and does that graph still hold it?";
+                  if (type != params.type)
+                    return std::string("the node is a ") + node_type_name(type) +
+                           " node, not a " + node_type_name(params.type) + " node";
+                  return kind_of(type).update_rule ? kind_of(type).update_rule : "";
+                }, any_context);
+              });
+}
+// The executable graph's handle for `function` ("curt::update_kernel_node"); refuses a null node.
+inline cudaGraphExec_t prepare_update(graph_exec_ref exec, graph_node node, const char* function) {
+  if (CURT_UNLIKELY(!exec.valid()))
+    (void)graph_access::handle(exec, (std::string(function + 6) + "()").c_str());
+  require_node(node, function);
+  return exec.get();
+}
+/// Gives `node` of `exec` the parameters `build()` makes (cudaGraphExecNodeSetParams).
+template <class Build>
+void update_node(graph_exec_ref exec, graph_node node, const char* function, Build&& build) {
+  cudaGraphExec_t e = prepare_update(exec, node, function);
+  cudaGraphNodeParams params = build();
+  cudaError_t status;
+  {
+    context_scope in(any_context);
+    status = cudaGraphExecNodeSetParams(e, node.get(), &params);
+  }
+  if (CURT_UNLIKELY(status != cudaSuccess)) throw_update_error(status, node, params, function);
+}
+
+}  // namespace detail
+
+/// Gives kernel node `node` of `exec` a new kernel, configuration (no attributes) and arguments.
+template <class... Params, class... Args>
+void update_kernel_node(graph_exec_ref exec, graph_node node, const launch_config& config,
+                        void (*kernel)(Params...), Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args),
+                "curt::update_kernel_node: the number of arguments differs from the kernel's "
+                "parameters");
+  if constexpr (sizeof...(Params) == sizeof...(Args)) {
+    if constexpr (detail::check_arguments<std::tuple<Params...>, std::tuple<Args&&...>>(
+                      std::index_sequence_for<Params...>{})) {
+      const char* function = "curt::update_kernel_node";
+      (void)detail::prepare_update(exec, node, function);
+      detail::check_update_config(config, function);
+      detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
+      detail::update_node(exec, node, function, [&] {
+        return detail::kernel_node_params(config, reinterpret_cast<const void*>(kernel),
+                                          arguments.pointers);
+      });
+    }
+  }
+}
+
+#if defined(__CUDACC__)
+/// The same for a functor or device lambda (the kernel curt::kernel_for(function, args...)).
+template <class Function, class... Args,
+          std::enable_if_t<!std::is_pointer_v<std::decay_t<Function>> &&
+                               !std::is_function_v<std::remove_reference_t<Function>>,
+                           int> = 0>
+void update_kernel_node(graph_exec_ref exec, graph_node node, const launch_config& config,
+                        Function&& function, Args&&... args) {
+  update_kernel_node(exec, node, config, kernel_for(function, args...),
+                     std::forward<Function>(function), std::forward<Args>(args)...);
+}
+#endif
+
+/// Makes memcpy node `node` of `exec` copy src into dst (same rules as add_memcpy_node).
+template <class Dst, class Src>
+void update_memcpy_node(graph_exec_ref exec, graph_node node, Dst&& dst, Src&& src) {
+  if constexpr (detail::memcpy_node_ranges<Dst, Src>()) {
+    detail::check_kept_range<Dst>(dst, "curt::update_memcpy_node: the destination");
+    detail::check_kept_range<Src>(src, "curt::update_memcpy_node: the source");
+    detail::update_node(exec, node, "curt::update_memcpy_node", [&] {
+      return detail::typed_memcpy_params(dst, src, "update_memcpy_node");
+    });
+  }
+}
+/// Makes memset node `node` of `exec` set every byte of dst's elements to `byte`.
+template <class Dst>
+void update_memset_node(graph_exec_ref exec, graph_node node, Dst&& dst, unsigned char byte) {
+  if constexpr (detail::memcpy_node_ranges<Dst>()) {
+    detail::check_kept_range<Dst>(dst, "curt::update_memset_node: the destination");
+    detail::update_node(exec, node, "curt::update_memset_node", [&] {
+      return detail::fill_node_params(dst.data(), dst.size() * sizeof(*dst.data()), &byte, 1,
+                                      "update_memset_node");
+    });
+  }
+}
+/// Makes memset node `node` of `exec` set every element of dst to `value` (as add_fill_node).
+template <class Dst>
+void update_fill_node(graph_exec_ref exec, graph_node node, Dst&& dst,
+                      const detail::range_value_t<Dst>& value) {
+  if constexpr (detail::memcpy_node_ranges<Dst>()) {
+    detail::check_kept_range<Dst>(dst, "curt::update_fill_node: the destination");
+    detail::update_node(exec, node, "curt::update_fill_node", [&] {
+      return detail::fill_node_params(dst.data(), dst.size(), &value, sizeof value,
+                                      "update_fill_node");
+    });
+  }
+}
+/// Makes host node `node` (made by add_host_node) of `exec` call `function()` instead: the
+/// graph's callable adopts it, so that it lives as long as the graph's executable graphs.
+template <class F>
+void update_host_node(graph_exec_ref exec, graph_node node, F&& function) {
+  if constexpr (detail::host_node_callable_v<F>()) {
+    const char* name = "curt::update_host_node";
+    (void)detail::prepare_update(exec, node, name);
+    cudaHostNodeParams current{};
+    cudaError_t status;
+    {
+      detail::context_scope in(detail::any_context);
+      status = cudaGraphHostNodeGetParams(node.get(), &current);
+    }
+    if (CURT_UNLIKELY(status != cudaSuccess))
+      detail::throw_update_error(status, node, detail::host_node_params(nullptr), name);
+    if (CURT_UNLIKELY(current.fn != &detail::host_node_callable::run))
+      detail::raise(cudaErrorInvalidValue, name,
+                    "the host node was not made by curt::add_host_node (a host_call captured "
+                    "into the graph, or a node added by a raw call), so nothing curt knows owns "
+                    "its function, and nothing would own the new one. Nothing was changed",
+                    __FILE__, __LINE__);
+    auto owned = std::make_unique<detail::host_node_task<F>>(std::forward<F>(function), 0);
+    detail::update_node(exec, node, name,
+                        [&] { return detail::host_node_params(&owned->function); });
+    static_cast<detail::host_node_callable*>(current.userData)->adopt(owned.release());
+  }
+}
+/// The same on an owner, refused once it was updated as a whole (its host nodes then call the
+/// other graph's callables; through a ref, or after a raw update, curt cannot tell).
+template <class F>
+void update_host_node(const graph_exec& exec, graph_node node, F&& function) {
+  if (CURT_UNLIKELY(detail::graph_access::updated_as_whole(exec)))
+    detail::raise(cudaErrorInvalidValue, "curt::update_host_node",
+                  "this executable graph was updated as a whole (graph_exec::update), so its "
+                  "host nodes call the callables of the graph it was updated from, and a new "
+                  "callable could not be tied to anything it holds. Update that graph's host node "
+                  "(or add a new one) and update the executable graph from it again, or "
+                  "instantiate anew. Nothing was changed",
+                  __FILE__, __LINE__);
+  update_host_node(graph_exec_ref(exec), node, std::forward<F>(function));
+}
+/// Enables or disables kernel, memcpy or memset node `node` of `exec` for later launches.
+inline void set_node_enabled(graph_exec_ref exec, graph_node node, bool enabled) {
+  cudaGraphExec_t e = detail::prepare_update(exec, node, "curt::set_node_enabled");
+  detail::check_enable_type(node.type(), enabled ? "curt::set_node_enabled(true)"
+                                                 : "curt::set_node_enabled(false)");
+  detail::context_scope in(detail::any_context);
+  detail::check(cudaGraphNodeSetEnabled(e, node.get(), enabled ? 1u : 0u),
+                "cudaGraphNodeSetEnabled", {"exec", "node", {"enabled", enabled}}, __FILE__,
+                __LINE__);
+}
+/// Whether kernel, memcpy or memset node `node` of `exec` is enabled.
+inline bool node_enabled(graph_exec_ref exec, graph_node node) {
+  cudaGraphExec_t e = detail::prepare_update(exec, node, "curt::node_enabled");
+  detail::check_enable_type(node.type(), "curt::node_enabled");
+  unsigned enabled = 0;
+  detail::context_scope in(detail::any_context);
+  detail::check(cudaGraphNodeGetEnabled(e, node.get(), &enabled),
+                "cudaGraphNodeGetEnabled(exec, node)", __FILE__, __LINE__);
+  return enabled != 0;
+}
+
+}  // namespace curt

@@ -1,0 +1,140 @@
+// curt/memory/async_buffer.hpp: curt::async_buffer<T>, one stream-ordered allocation, made by
+// memory_pool_ref::allocate<T> (memory/pool.hpp), allocate_async<T> (the current pool of the
+// stream's device) or adopt(). Under stream capture its allocation and free are graph nodes.
+#pragma once
+
+#include <curt/core/driver.hpp>
+#include <curt/execution/stream.hpp>
+#include <curt/memory/owner.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <string>
+
+typedef struct CUgreenCtx_st* CUgreenCtx;  // as <cuda.h> declares it
+
+namespace curt::detail::driver_fn {
+CURT_DETAIL_DRIVER_TYPE(cuStreamGetGreenCtx_v12040, CUstream stream, CUgreenCtx* green);
+}  // namespace curt::detail::driver_fn
+
+namespace curt {
+class memory_pool_ref;
+
+namespace detail {
+/// Where a stream-ordered allocation is freed: its stream and, for a default stream (which names
+/// whatever context is current), the context it was allocated in.
+struct free_place {
+  stream_ref stream{state_handle<cudaStream_t>(handle_state::empty)};
+  CUcontext context = nullptr;
+};
+
+/// Where to free what this thread allocates on `stream`. Refuses a default stream while a green
+/// context is current: the free would run in it, and it may be destroyed first.
+inline free_place place_for(stream_ref stream, const char* operation) {
+  const cudaStream_t s = stream.get();
+  if (CURT_LIKELY(!is_default_stream_handle(s))) return {stream, nullptr};
+  CUgreenCtx green = nullptr;
+  if (current_context() != nullptr &&
+      CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetGreenCtx, 12040)(cudaStreamLegacy, &green) == 0 &&
+      green != nullptr)
+    raise(cudaErrorNotSupported, std::string(operation) + " on a default stream",
+          "a green context is current: the buffer would be freed in it, and a green context may "
+          "be destroyed before the buffer (a curt::green_context goes with its owner and "
+          "streams); allocate on a stream of the green context (green_context::make_stream()), "
+          "which keeps it alive",
+          __FILE__, __LINE__);
+  return {stream, context_of(s)};
+}
+
+/// Frees a stream-ordered allocation (null: nothing) at `place`; throws on failure.
+inline void free_async(void* p, const free_place& place) {
+  if (p == nullptr) return;
+  const cudaStream_t s = place.stream.get();
+  auto free = [&] {
+    check(cudaFreeAsync(p, s), "cudaFreeAsync", {"memory", "stream"}, __FILE__, __LINE__);
+  };
+  if (CURT_UNLIKELY(place.context != nullptr)) {
+    context_scope in(place.context);
+    return free();
+  }
+  context_scope in(for_stream, s);
+  free();
+}
+
+struct async_memory_kind {
+  static constexpr const char* name = "async_buffer";
+  static constexpr bool host_iterable = false;
+  using place = free_place;
+  static void free(void* p, const free_place& where) { free_async(p, where); }
+};
+}  // namespace detail
+
+/// `size()` elements of T (not initialized), freed on its stream when destroyed (cudaFreeAsync,
+/// after the work queued there before; the stream must still exist). Move-only; an empty,
+/// moved-from, released or freed buffer holds nothing and says which. A default stream's buffer
+/// frees on that default stream of the context it was allocated in (the per-thread one is the
+/// destroying thread's: free(stream) one made on another thread). While a green context is
+/// current, a default stream is refused: use a stream of green_context::make_stream().
+template <class T>
+class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
+  using base = detail::memory_owner<T, detail::async_memory_kind>;
+
+ public:
+  /// An empty owner: every use throws until a buffer is assigned.
+  explicit async_buffer(no_handle_t) noexcept : base(detail::handle_state::empty) {}
+
+  /// Takes ownership of `count` elements the caller allocated with cudaMallocAsync or
+  /// cudaMallocFromPoolAsync; freed on `stream`. A null pointer only with a count of 0.
+  static async_buffer adopt(T* data, std::size_t count, stream_ref stream) {
+    (void)detail::checked_bytes<T>(count, "async_buffer", "adopt");
+    if (data == nullptr && count != 0)
+      detail::raise(cudaErrorInvalidValue,
+                    "curt::async_buffer::adopt(null, " + std::to_string(count) + ", stream)",
+                    "a null pointer can only be adopted with a count of 0", __FILE__, __LINE__);
+    return async_buffer(data, count, detail::place_for(stream, "curt::async_buffer::adopt"));
+  }
+
+  /// The stream the buffer frees on.
+  stream_ref stream() const {
+    (void)this->native("stream()");
+    return this->place_.stream;
+  }
+  /// Frees now, on the buffer's stream (after the work submitted to it so far).
+  void free() {
+    const detail::free_place where = this->place_;
+    detail::free_async(this->take_for_free("free()"), where);
+  }
+  /// Frees now on `other`, which the caller has ordered after every use of the memory.
+  void free(stream_ref other) {
+    (void)other.get();  // a stream that holds none throws before the buffer lets go
+    detail::free_async(this->take_for_free("free(stream)"), detail::free_place{other, nullptr});
+  }
+
+ private:
+  friend class memory_pool_ref;
+  template <class U>
+  friend async_buffer<U> allocate_async(std::size_t count, stream_ref stream);
+
+  async_buffer(T* data, std::size_t count, detail::free_place where) noexcept
+      : base(data, count, where) {}
+};
+
+/// `count` elements of T from the current pool of the stream's device (cudaMallocAsync), freed
+/// on `stream`. As memory_pool_ref::allocate<T>.
+template <class T>
+async_buffer<T> allocate_async(std::size_t count, stream_ref stream) {
+  const std::size_t bytes =
+      detail::checked_bytes<T>(count, "async_buffer", "curt::allocate_async<T>");
+  const detail::free_place where = detail::place_for(stream, "curt::allocate_async<T>");
+  void* p = nullptr;
+  if (bytes != 0) {
+    const cudaStream_t s = where.stream.get();
+    detail::context_scope in(detail::for_stream, s);
+    detail::check(cudaMallocAsync(&p, bytes, s), "cudaMallocAsync",
+                  {{"bytes", static_cast<long long>(bytes)}, "stream (its device's current pool)"},
+                  __FILE__, __LINE__);
+  }
+  return async_buffer<T>(static_cast<T*>(p), count, where);
+}
+}  // namespace curt

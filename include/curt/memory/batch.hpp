@@ -1,0 +1,171 @@
+// curt/memory/batch.hpp: what the batches (memory/batch_copy.hpp, memory/managed_batch.hpp) share:
+// growable arrays, runs of equal entries, the numbering of entries as they were added (also those
+// left out of the call for being empty), and the checks of add() and submit().
+#pragma once
+
+#include <curt/core/error.hpp>
+#include <curt/execution/stream.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+namespace curt::detail {
+
+// Equal as CUDA reads them: consecutive equal entries share one attribute (location) entry.
+constexpr bool batch_same(cudaMemLocation a, cudaMemLocation b) noexcept {
+  return a.type == b.type && a.id == b.id;
+}
+constexpr bool batch_same(const cudaMemcpyAttributes& a, const cudaMemcpyAttributes& b) noexcept {
+  return a.srcAccessOrder == b.srcAccessOrder && a.flags == b.flags &&
+         batch_same(a.srcLocHint, b.srcLocHint) && batch_same(a.dstLocHint, b.dstLocHint);
+}
+
+/// A growable array of trivially copyable T (not <vector>: cheaper to compile). An entry reserves
+/// room in each of its arrays, then appends, so a failed allocation leaves the batch as it was.
+template <class T>
+class batch_array {
+ public:
+  batch_array() = default;
+  batch_array(const batch_array& other) {
+    reserve(other.size_);
+    for (size_ = 0; size_ < other.size_; ++size_) data_[size_] = other.data_[size_];
+  }
+  batch_array(batch_array&& other) noexcept { swap(other); }
+  batch_array& operator=(batch_array other) noexcept {
+    swap(other);
+    return *this;
+  }
+  ~batch_array() { delete[] data_; }
+
+  const T* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  const T& operator[](std::size_t i) const noexcept { return data_[i]; }
+
+  void reserve(std::size_t count) {
+    if (count <= capacity_) return;
+    T* grown = new T[count];
+    for (std::size_t i = 0; i < size_; ++i) grown[i] = data_[i];
+    delete[] data_;
+    data_ = grown;
+    capacity_ = count;
+  }
+  void reserve_one_more() {
+    if (size_ == capacity_) reserve(capacity_ < 8 ? 16 : 2 * capacity_);
+  }
+  void push(const T& value) noexcept { data_[size_++] = value; }  // after reserve_one_more()
+  void clear() noexcept { size_ = 0; }
+
+ private:
+  void swap(batch_array& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(size_, other.size_);
+    std::swap(capacity_, other.capacity_);
+  }
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
+};
+
+// Values with the call index each run of equal ones starts at (attributes, locations).
+template <class T>
+struct batch_runs {
+  batch_array<T> values;
+  batch_array<std::size_t> starts;
+  // Reserves room for `value` where it starts a new run; false where it continues one.
+  bool reserve_for(const T& value) {
+    if (values.size() != 0 && batch_same(values[values.size() - 1], value)) return false;
+    values.reserve_one_more();
+    starts.reserve_one_more();
+    return true;
+  }
+  void push(const T& value, std::size_t index) noexcept {
+    values.push(value);
+    starts.push(index);
+  }
+  void reserve(std::size_t count) {
+    values.reserve(count);
+    starts.reserve(count);
+  }
+  void clear() noexcept {
+    values.clear();
+    starts.clear();
+  }
+};
+
+CURT_COLD inline std::string batch_pointer_text(const void* pointer) {
+  if (pointer == nullptr) return "null";
+  char text[32];
+  std::snprintf(text, sizeof text, "%p", pointer);
+  return text;
+}
+
+// What every batch shares: entries numbered as added, also those left out of the call for being
+// empty (`skipped_`, ascending); the checks of add() and submit().
+class batch_entries {
+ public:
+  /// Entries added, empty ones included (the numbering of error messages).
+  std::size_t size() const noexcept { return added_; }
+  bool empty() const noexcept { return added_ == 0; }
+
+ protected:
+  // The number, as added, of the entry at `index` of the call.
+  std::size_t number(std::size_t index) const noexcept {
+    for (std::size_t i = 0; i < skipped_.size() && skipped_[i] <= index; ++i) ++index;
+    return index;
+  }
+  void skip() {
+    skipped_.reserve_one_more();
+    skipped_.push(added_++);
+  }
+  void clear_entries() noexcept {
+    skipped_.clear();
+    added_ = 0;
+  }
+  // Refuses the entry being added, "call(copy #3)"; no CUDA call.
+  [[noreturn]] CURT_COLD void refuse(const char* call, const char* entry,
+                                     std::string explanation) const {
+    raise(cudaErrorInvalidValue,
+          std::string(call) + "(" + entry + " #" + std::to_string(added_) + ")",
+          std::move(explanation), __FILE__, __LINE__);
+  }
+  // count * size, refused when it does not fit in size_t.
+  std::size_t entry_bytes(const char* call, const char* entry, std::size_t count,
+                          std::size_t size, const char* what) const {
+    if (CURT_UNLIKELY(size != 0 && count > SIZE_MAX / size))
+      refuse(call, entry, std::to_string(count) + " " + what + " of " + std::to_string(size) +
+                              " bytes overflow size_t");
+    return count * size;
+  }
+  // submit()'s stream: not the legacy default one, which CUDA refuses without saying why.
+  static cudaStream_t checked_stream(stream_ref stream, const char* call) {
+    cudaStream_t handle = stream.get();  // throws for an empty, moved-from or released owner
+    if (CURT_UNLIKELY(handle == cudaStreamLegacy))
+      raise(cudaErrorInvalidValue, std::string(call) + "(legacy default stream)",
+            "CUDA refuses batched operations on the legacy default stream; use a created stream "
+            "or curt::stream_ref::per_thread_default()",
+            __FILE__, __LINE__);
+    return handle;
+  }
+  // Whether `stream` captures; refused when its capture was invalidated (in its context).
+  static bool capturing(cudaStream_t stream, const char* call) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    check(cudaStreamGetCaptureInfo(stream, &status), "cudaStreamGetCaptureInfo(stream)", __FILE__,
+          __LINE__);
+    if (CURT_UNLIKELY(status == cudaStreamCaptureStatusInvalidated))
+      raise(cudaErrorStreamCaptureInvalidated, std::string(call) + "(capturing stream)",
+            "the stream's capture was invalidated by an earlier error; end the capture "
+            "(cudaStreamEndCapture) before using the stream again",
+            __FILE__, __LINE__);
+    return status != cudaStreamCaptureStatusNone;
+  }
+
+  batch_array<std::size_t> skipped_;
+  std::size_t added_ = 0;
+};
+
+}  // namespace curt::detail

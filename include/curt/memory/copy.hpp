@@ -1,0 +1,240 @@
+// curt/memory/copy.hpp: typed copies, fills and memsets between contiguous ranges, host or device.
+//
+//   curt::copy(dst, src);           // cudaMemcpy: returns when the copy is done (but see below)
+//   curt::copy(dst, src, stream);   // cudaMemcpyAsync on the stream
+//   curt::fill(dst, value, stream); // every element = value
+//   curt::memset(dst, byte, stream);
+//
+// A range has data() and size() (curt's buffers, spans, std::vector, std::array). Both hold one
+// trivially copyable type and as many elements, or the copy throws before CUDA is called (copy
+// part of a range through curt::span, <curt/span.hpp>); cudaMemcpyDefault finds where memory
+// lives. A copy is the raw call and synchronizes as much: cudaMemcpy may return before a device to
+// device copy is done; cudaMemcpyAsync follows the runtime's rules for pageable memory. Where no
+// context is current, calls run in the stream's context (copy(dst, src): the destination's).
+#pragma once
+
+#include <curt/core/context.hpp>
+#include <curt/core/error.hpp>
+#include <curt/execution/stream.hpp>
+#include <curt/memory/range.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+// Whether fill() may use its own kernel in this translation unit (a CUDA compiler's); a default
+// template argument, so units of either kind instantiate different functions.
+#if defined(__CUDACC__)
+#  define CURT_DETAIL_HAS_FILL_KERNEL true
+#else
+#  define CURT_DETAIL_HAS_FILL_KERNEL false
+#endif
+
+namespace curt::detail::driver_fn {
+// target: a CUdeviceptr.
+CURT_DETAIL_DRIVER_TYPE(cuMemsetD16Async_v3020, unsigned long long target, unsigned short value,
+                        std::size_t count, CUstream stream);
+CURT_DETAIL_DRIVER_TYPE(cuMemsetD32Async_v3020, unsigned long long target, unsigned value,
+                        std::size_t count, CUstream stream);
+}  // namespace curt::detail::driver_fn
+
+namespace curt {
+namespace detail {
+
+/// Whether `Dst`'s elements may be written with `Src`'s (fill, memset: Src = Dst); else fails.
+template <class Dst, class Src>
+constexpr bool copyable_ranges() {
+  static_assert(is_range_v<Dst> && is_range_v<Src>,
+                "curt: a copy, fill or memset takes contiguous ranges with data() and size() (a "
+                "curt buffer, a span, std::vector, std::array)");
+  if constexpr (is_range_v<Dst> && is_range_v<Src>) {
+    using D = element_of_t<Dst>;
+    constexpr bool same = std::is_same_v<std::remove_cv_t<D>, range_value_t<Src>>;
+    constexpr bool bytes = std::is_trivially_copyable_v<std::remove_cv_t<D>>;
+    static_assert(!std::is_const_v<D>, "curt: the destination's elements are const");
+    static_assert(same, "curt::copy: the two ranges hold different element types; CUDA copies "
+                        "bytes, so curt copies only between ranges of one type");
+    static_assert(bytes, "curt: the elements must be trivially copyable (CUDA copies bytes)");
+    return !std::is_const_v<D> && same && bytes;
+  }
+  return false;
+}
+
+// Out of line, so that copy(dst, src, stream) stays small enough to inline into a caller's loop.
+CURT_COLD inline void copy_failed(cudaError_t status, std::size_t bytes) {
+  check(status, "cudaMemcpyAsync",
+        {{"bytes", static_cast<long long>(bytes)}, "cudaMemcpyDefault", "stream"}, __FILE__,
+        __LINE__);
+}
+
+[[noreturn]] CURT_COLD inline void throw_size_mismatch(const char* operation,
+                                                       std::size_t destination,
+                                                       std::size_t source,
+                                                       std::size_t element_size) {
+  raise(cudaErrorInvalidValue,
+        std::string("curt::") + operation + "(destination of " + std::to_string(destination) +
+            " elements, source of " + std::to_string(source) + " elements)",
+        "the sizes differ: the destination holds " + std::to_string(destination) +
+            " elements (" + std::to_string(destination * element_size) + " bytes), the source " +
+            std::to_string(source) + " (" + std::to_string(source * element_size) +
+            " bytes); copy equal sizes, e.g. through a subspan (curt::span(range, offset, count))",
+        __FILE__, __LINE__);
+}
+
+#if defined(__CUDACC__)
+/// data[i] = value for i < count; a grid-stride loop, so any grid covers any count.
+template <class T>
+__global__ void fill_kernel(T* data, std::size_t count, T value) {
+  std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride)
+    data[i] = value;
+}
+
+template <class T>
+cudaError_t launch_fill_kernel(T* data, std::size_t count, T value, cudaStream_t stream) {
+  std::size_t blocks = (count + 255) / 256;
+  void* arguments[] = {&data, &count, &value};
+  return cudaLaunchKernel(reinterpret_cast<const void*>(&fill_kernel<T>),
+                          dim3(static_cast<unsigned>(blocks < 65536 ? blocks : 65536)), dim3(256),
+                          arguments, 0, stream);
+}
+#endif
+
+[[noreturn]] CURT_COLD inline void throw_no_fill(std::size_t element_size, bool aligned) {
+  raise(cudaErrorInvalidValue, "curt::fill(" + std::to_string(element_size) + "-byte value)",
+        std::string(aligned ? "the value's bytes differ and it is neither 2 nor 4 bytes, so no "
+                              "memset can write it"
+                            : "the range is not aligned to its 2- or 4-byte elements, which the "
+                              "driver's memsets need") +
+            "; that takes curt's fill kernel, which exists only in translation units compiled "
+            "by a CUDA compiler (nvcc): fill from one of those",
+        __FILE__, __LINE__);
+}
+
+}  // namespace detail
+
+/// Copies src into dst (cudaMemcpy); sizes must match. Returns once the copy is done, except
+/// where cudaMemcpy returns earlier (see the file comment).
+template <class Dst, class Src, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
+void copy(Dst&& dst, const Src& src) {
+  if constexpr (detail::copyable_ranges<Dst, Src>()) {
+    using T = detail::range_value_t<Dst>;
+    T* d = dst.data();
+    const T* s = src.data();
+    std::size_t n = dst.size();
+    if (CURT_UNLIKELY(n != static_cast<std::size_t>(src.size())))
+      detail::throw_size_mismatch("copy", n, static_cast<std::size_t>(src.size()), sizeof(T));
+    if (n == 0) return;
+    detail::context_scope in(detail::for_memory, d);
+    // The template argument keeps the per-thread flavour (cudaMemcpy_ptds) apart.
+    detail::check(cudaMemcpy(d, s, n * sizeof(T), cudaMemcpyDefault), "cudaMemcpy",
+                  {{"bytes", static_cast<long long>(n * sizeof(T))}, "cudaMemcpyDefault"},
+                  __FILE__, __LINE__);
+  }
+}
+
+/// Copies src into dst on `stream` (cudaMemcpyAsync); sizes must match. Both must live on until
+/// the stream reaches the copy: a temporary that owns its elements (a std::vector, a buffer) does
+/// not compile, one that holds them inside itself (a cuda::std::array) throws.
+template <class Dst, class Src>
+CURT_HOT_INLINE void copy(Dst&& dst, const Src& src, stream_ref stream) {
+  if constexpr (detail::copyable_ranges<Dst, Src>()) {
+    detail::check_kept_range<Dst>(dst, "curt::copy(dst, src, stream): the destination");
+    using T = detail::range_value_t<Dst>;
+    T* d = dst.data();
+    const T* s = src.data();
+    cudaStream_t h = stream.get();
+    std::size_t n = dst.size();
+    if (CURT_UNLIKELY(n != static_cast<std::size_t>(src.size())))
+      detail::throw_size_mismatch("copy", n, static_cast<std::size_t>(src.size()), sizeof(T));
+    if (n == 0) return;
+    detail::context_scope in(detail::for_stream, h);
+    cudaError_t status = cudaMemcpyAsync(d, s, n * sizeof(T), cudaMemcpyDefault, h);
+    if (CURT_UNLIKELY(status != cudaSuccess)) detail::copy_failed(status, n * sizeof(T));
+  }
+}
+
+/// A temporary source: refused when it owns its elements (see above), else copied as a view.
+template <class Dst, class Src, std::enable_if_t<!std::is_lvalue_reference_v<Src>, int> = 0>
+void copy(Dst&& dst, Src&& src, stream_ref stream) {
+  detail::check_kept_range<Src>(src, "curt::copy(dst, src, stream): the source");
+  copy(std::forward<Dst>(dst), static_cast<const std::remove_reference_t<Src>&>(src), stream);
+}
+
+/// Sets every byte of dst's elements to `byte` on `stream` (cudaMemsetAsync); device-addressable
+/// memory only.
+template <class Dst>
+void memset(Dst&& dst, unsigned char byte, stream_ref stream) {
+  if constexpr (detail::copyable_ranges<Dst, Dst>()) {
+    auto* d = dst.data();
+    cudaStream_t h = stream.get();
+    std::size_t bytes = static_cast<std::size_t>(dst.size()) * sizeof(*d);
+    if (bytes == 0) return;
+    detail::context_scope in(detail::for_stream, h);
+    detail::check(cudaMemsetAsync(d, byte, bytes, h), "cudaMemsetAsync",
+                  {{"bytes", static_cast<long long>(bytes)}, {"value", byte}, "stream"},
+                  __FILE__, __LINE__);
+  }
+}
+
+/// Sets every element of dst to `value` on `stream`; dst must be memory the device can address.
+/// A value of equal bytes (0, -1, ...) is a cudaMemsetAsync; other 2- and 4-byte values are the
+/// driver's cuMemsetD16Async / cuMemsetD32Async (on a range aligned to its elements); anything
+/// else is a small kernel of curt's, which exists only in translation units a CUDA compiler
+/// compiles: elsewhere such a fill throws a cuda_error that says so, before CUDA is called.
+template <class Dst, bool HasKernel = CURT_DETAIL_HAS_FILL_KERNEL,
+          bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
+void fill(Dst&& dst, const detail::range_value_t<Dst>& value, stream_ref stream) {
+  static_assert(!HasKernel || CURT_DETAIL_HAS_FILL_KERNEL,
+                "curt::fill: the fill kernel exists only where a CUDA compiler compiles");
+  if constexpr (detail::copyable_ranges<Dst, Dst>()) {
+    using T = detail::range_value_t<Dst>;
+    T* d = dst.data();
+    cudaStream_t h = stream.get();
+    std::size_t n = static_cast<std::size_t>(dst.size());
+    if (n == 0) return;
+    unsigned char bytes[sizeof(T)];
+    std::memcpy(bytes, &value, sizeof(T));
+    bool uniform = true;
+    for (std::size_t i = 1; i < sizeof(T); ++i) uniform = uniform && bytes[i] == bytes[0];
+    constexpr bool patterned = sizeof(T) == 2 || sizeof(T) == 4;
+    const bool aligned = reinterpret_cast<std::uintptr_t>(d) % sizeof(T) == 0;
+    if (!uniform && !HasKernel && !(patterned && aligned))
+      detail::throw_no_fill(sizeof(T), aligned || !patterned);
+    detail::context_scope in(detail::for_stream, h);
+    if (uniform)
+      return detail::check(cudaMemsetAsync(d, bytes[0], n * sizeof(T), h), "cudaMemsetAsync",
+                           {{"bytes", static_cast<long long>(n * sizeof(T))}, {"value", bytes[0]},
+                            "stream (curt::fill)"},
+                           __FILE__, __LINE__);
+    if constexpr (patterned) {
+      if (aligned) {  // the legacy flavour serves: h is never 0 (stream_ref names the stream)
+        const auto target = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(d));
+        std::conditional_t<sizeof(T) == 2, unsigned short, unsigned> pattern = 0;
+        std::memcpy(&pattern, bytes, sizeof(T));
+        if constexpr (sizeof(T) == 2)
+          return detail::check(
+              CURT_DETAIL_DRIVER_FUNCTION(cuMemsetD16Async, 3020)(target, pattern, n, h),
+              "cuMemsetD16Async", __FILE__, __LINE__);
+        else
+          return detail::check(
+              CURT_DETAIL_DRIVER_FUNCTION(cuMemsetD32Async, 3020)(target, pattern, n, h),
+              "cuMemsetD32Async", __FILE__, __LINE__);
+      }
+    }
+#if defined(__CUDACC__)
+    if constexpr (HasKernel)
+      detail::check(detail::launch_fill_kernel<T>(d, n, value, h), "cudaLaunchKernel",
+                    {"curt::detail::fill_kernel", {"elements", static_cast<long long>(n)},
+                     {"element bytes", static_cast<long long>(sizeof(T))}, "stream"},
+                    __FILE__, __LINE__);
+#endif
+  }
+}
+
+}  // namespace curt

@@ -1,0 +1,146 @@
+// curt/memory/pool_ipc.hpp: sharing a memory pool and its allocations with another process.
+//
+//   exporter: memory_pool pool(memory_pool_properties::device(gpu).exportable());
+//             posix_fd fd = pool.export_handle();        // send it over a Unix socket (SCM_RIGHTS)
+//             auto x = pool.allocate<float>(n, stream);  stream.synchronize();
+//             cudaMemPoolPtrExportData data = export_pointer(x);  // send these 64 bytes
+//   importer: memory_pool pool = memory_pool::import(posix_fd::adopt(received));
+//             auto y = import_pointer<float>(pool, data, n, stream);  // use, destroy, synchronize
+//   exporter: frees x only after the importer says it freed y.
+//
+// CUDA's rules: only exportable() pools export, their handle before any pointer; an imported pool
+// cannot allocate, and gives devices other than its own no access until set_access(). CUDA is not
+// fork-safe: start the other process with fork+exec (posix_spawn), never a bare fork.
+#pragma once
+
+#include <curt/memory/pool.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <unistd.h>  // close
+
+#include <cstdint>
+#include <string>
+
+namespace curt {
+namespace detail {
+// A descriptor kept as a pointer-sized handle (fd 0 is null), so that unique_handle owns it.
+class fd_handle {
+ public:
+  explicit fd_handle(void* handle) noexcept : handle_(handle) {}
+  void* get() const { return native("get()"); }
+  static int fd(void* handle) noexcept { return int(reinterpret_cast<std::uintptr_t>(handle)); }
+
+ protected:
+  void* native(const char* operation) const {
+    return usable_handle(handle_, "curt::posix_fd", operation);
+  }
+  void* handle_;
+};
+struct fd_traits {
+  static void destroy(fd_handle& h, no_state&) { (void)::close(fd_handle::fd(h.get())); }
+};
+}  // namespace detail
+
+/// An owned POSIX file descriptor, closed when destroyed. Move-only; an empty (curt::no_handle),
+/// moved-from or released one holds none, and get() on it throws saying which.
+class posix_fd : public detail::unique_handle<detail::fd_handle, detail::fd_traits> {
+  using base = detail::unique_handle<detail::fd_handle, detail::fd_traits>;
+
+ public:
+  explicit posix_fd(no_handle_t) noexcept
+      : base(detail::fd_handle(detail::state_handle<void*>(detail::handle_state::empty))) {}
+  /// Takes ownership of an open descriptor (one received over a socket, for instance).
+  static posix_fd adopt(int fd) {
+    if (fd < 0)
+      detail::raise(cudaErrorInvalidValue, "curt::posix_fd::adopt(" + std::to_string(fd) + ")",
+                    "not an open file descriptor", __FILE__, __LINE__);
+    return posix_fd(reinterpret_cast<void*>(static_cast<std::uintptr_t>(fd)));
+  }
+  /// The descriptor; throws when none is held.
+  int get() const { return fd(native("get()")); }
+  bool valid() const noexcept { return !detail::is_state_handle(handle_); }
+  /// Gives up ownership: the caller closes the returned descriptor.
+  int release() { return fd(base::release()); }
+
+ private:
+  explicit posix_fd(void* handle) noexcept : base(detail::fd_handle(handle)) {}
+};
+
+/// The pool as a POSIX file descriptor another process can import (memory_pool::import); also
+/// `pool.export_handle()`. Only pools made with memory_pool_properties::exportable() export.
+inline posix_fd export_memory_pool(memory_pool_ref pool) {
+  cudaMemPool_t handle = pool.get();
+  int fd = -1;
+  cudaError_t status = detail::in_pool_context(pool.location(), [&] {
+    return cudaMemPoolExportToShareableHandle(&fd, handle, cudaMemHandleTypePosixFileDescriptor, 0);
+  });
+  if (CURT_UNLIKELY(status != cudaSuccess))
+    detail::throw_error(make_error_code(status),
+                        "cudaMemPoolExportToShareableHandle(" + pool.describe() + ", POSIX fd)",
+                        __FILE__, __LINE__,
+                        status != cudaErrorInvalidValue
+                            ? ""
+                            : "only a pool made with memory_pool_properties::exportable() (handle "
+                              "type POSIX file descriptor) exports; a default pool cannot");
+  return posix_fd::adopt(fd);
+}
+
+/// The handle behind memory_pool::import(fd, properties); `fd` stays open (CUDA does not close it).
+inline cudaMemPool_t import_memory_pool_handle(const posix_fd& fd, memory_location where) {
+  const int descriptor = fd.get();
+  void* shared = reinterpret_cast<void*>(static_cast<std::uintptr_t>(descriptor));
+  cudaMemPool_t pool = nullptr;
+  const auto import = [&] {
+    return cudaMemPoolImportFromShareableHandle(&pool, shared, cudaMemHandleTypePosixFileDescriptor,
+                                                0);
+  };
+  detail::check(detail::in_pool_context(where, import), "cudaMemPoolImportFromShareableHandle",
+                {{"fd", descriptor}, "POSIX file descriptor"}, __FILE__, __LINE__);
+  return pool;
+}
+
+/// The 64 opaque bytes another process imports this allocation with (send them any way); its pool
+/// must be exportable() and its handle exported already (export_handle()).
+inline cudaMemPoolPtrExportData export_pointer(const void* allocation) {
+  cudaMemPoolPtrExportData data{};
+  cudaError_t status = cudaSuccess;
+  {
+    detail::context_scope in(detail::for_memory, allocation);  // its pool's device
+    status = cudaMemPoolExportPointer(&data, const_cast<void*>(allocation));
+  }
+  if (CURT_UNLIKELY(status != cudaSuccess))
+    detail::throw_error(make_error_code(status), "cudaMemPoolExportPointer(pointer)", __FILE__,
+                        __LINE__,
+                        status != cudaErrorInvalidValue
+                            ? ""
+                            : "the pointer must be the start of an allocation from a pool made "
+                              "exportable(), and the pool's handle must have been exported "
+                              "(export_handle()) before any of its pointers");
+  return data;
+}
+template <class T>
+cudaMemPoolPtrExportData export_pointer(const async_buffer<T>& buffer) {
+  return export_pointer(static_cast<const void*>(buffer.data()));
+}
+
+/// Imports `count` elements of T another process exported from the pool `imported_pool` came
+/// from, as an async_buffer freed on `stream`. Use it once the exporter's allocation is done (it
+/// synchronized, or an IPC event says so); free it (and synchronize) before the exporter frees.
+template <class T>
+async_buffer<T> import_pointer(memory_pool_ref imported_pool, const cudaMemPoolPtrExportData& data,
+                               std::size_t count, stream_ref stream) {
+  cudaMemPool_t pool = imported_pool.get();
+  (void)detail::checked_bytes<T>(count, "async_buffer", "curt::import_pointer<T>");
+  const cudaStream_t s = stream.get();
+  void* p = nullptr;
+  cudaMemPoolPtrExportData copy = data;  // CUDA takes it by non-const pointer
+  {
+    detail::context_scope in(detail::for_stream, s);
+    detail::check(cudaMemPoolImportPointer(&p, pool, &copy), "cudaMemPoolImportPointer",
+                  {"imported pool", {"elements", static_cast<long long>(count)}}, __FILE__,
+                  __LINE__);
+  }
+  return async_buffer<T>::adopt(static_cast<T*>(p), count, stream);
+}
+}  // namespace curt

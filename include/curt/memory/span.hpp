@@ -1,0 +1,69 @@
+// curt/memory/span.hpp: cuda::std::span views of buffers and ranges, with bounds checks. Opt-in
+// (not in <curt/curt.hpp>): it includes <cuda/std/span>, which costs about as much to compile as
+// the CUDA runtime headers.
+//
+//   cuda::std::span<float> all = curt::span(buffer);
+//   cuda::std::span<const float> part = curt::span(std::as_const(buffer), 100, 50);
+//   curt::copy(curt::span(dst, 0, n), curt::span(src, offset, n), stream);
+//
+// Any contiguous range with data() and size() works (curt's buffers, std::vector, std::array,
+// spans); a const range gives const elements. A temporary gives no span: it would dangle.
+#pragma once
+
+#include <curt/core/config.hpp>
+#include <curt/core/error.hpp>
+#include <curt/memory/range.hpp>
+
+#include <cuda/std/span>
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+namespace curt {
+namespace detail {
+
+template <class Range>
+using span_of_t = cuda::std::span<range_element_t<Range>>;
+
+[[noreturn]] CURT_COLD inline void throw_subspan(std::size_t size, std::size_t offset,
+                                                 std::size_t count) {
+  raise(cudaErrorInvalidValue,
+        "curt::span(range of " + std::to_string(size) + " elements, offset " +
+            std::to_string(offset) + ", count " + std::to_string(count) + ")",
+        offset > size ? "the offset lies past the end of the range"
+                      : "offset + count passes the end of the range by " +
+                            std::to_string(count - (size - offset)) + " elements",
+        __FILE__, __LINE__);
+}
+
+}  // namespace detail
+
+/// All elements of `range`.
+template <class Range>
+detail::span_of_t<Range> span(Range& range) {
+  static_assert(detail::has_data_and_size<Range>::value,
+                "curt::span: the range must be contiguous, with data() and size()");
+  return detail::span_of_t<Range>(range.data(), static_cast<std::size_t>(range.size()));
+}
+
+/// `count` elements of `range` from `offset`; throws a cuda_error naming the numbers when they
+/// do not lie within the range.
+template <class Range>
+detail::span_of_t<Range> span(Range& range, std::size_t offset, std::size_t count) {
+  static_assert(detail::has_data_and_size<Range>::value,
+                "curt::span: the range must be contiguous, with data() and size()");
+  auto* data = range.data();
+  std::size_t size = static_cast<std::size_t>(range.size());
+  if (CURT_UNLIKELY(offset > size || count > size - offset))
+    detail::throw_subspan(size, offset, count);
+  return detail::span_of_t<Range>(data + offset, count);
+}
+
+/// A span of a temporary would dangle at the end of the statement.
+template <class Range>
+void span(const Range&& range) = delete;
+template <class Range>
+void span(const Range&& range, std::size_t offset, std::size_t count) = delete;
+
+}  // namespace curt
