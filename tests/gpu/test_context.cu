@@ -702,7 +702,10 @@ TEST_CASE("work on a stream of a context that is not current (child)", "[.][othe
       curt::launch(s, curt::launch_config(dim3(blocks_for(n)), dim3(block_size)),
                    curt_test::slow_affine_int, static_cast<const int*>(a), b, n, 1, 0, 0ull);
     }, "curt::launch");
-    refused_by_driver("ready", [&] { (void)s.ready(); }, "cuStreamQuery");
+    // A query in a capture is refused as unsupported (as cudaStreamQuery is), not as invalidated.
+    curt_test::require_cuda_error([&] { (void)s.ready(); }, cudaErrorStreamCaptureUnsupported,
+                                  {"cuStreamQuery"});
+    after("ready");
     // A wait on it, from an idle stream of U: the temporary event needs s's context.
     refused_by_driver("wait on it", [&] { idle.wait(s); }, "cuStreamGetCtx");
   });
@@ -725,7 +728,7 @@ TEST_CASE("work on a stream of a context that is not current (child)", "[.][othe
   on_fresh_thread([&] {
     curt_test::require_cuda_error(
         [&] { (void)curt::capture(s, [&] { (void)s.ready(); }, curt::capture_mode::relaxed); },
-        cudaErrorStreamCaptureUnsupported, {"cudaStreamQuery", "invalidated the capture"});
+        cudaErrorStreamCaptureUnsupported, {"cuStreamQuery", "invalidated the capture"});
     after("curt::capture whose work invalidated it");
   });
   CHECK(capture_state() == cudaStreamCaptureStatusNone);
@@ -778,7 +781,7 @@ TEST_CASE("work on a stream of a context that is not current (child)", "[.][othe
       s.synchronize();
       after("graph launch");
       curt_test::require_cuda_error([&] { exec->launch(s); }, cudaErrorInvalidValue,
-                                    {"cudaGraphLaunch", "auto_free_on_launch"});
+                                    {"cuGraphLaunch", "auto_free_on_launch"});
       after("refused graph launch");
     });
     in_user_context(mine.get(), [&] {

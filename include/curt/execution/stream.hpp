@@ -220,24 +220,24 @@ class stream_ref {
   }
   stream_flags flags() const {
     unsigned native_flags = 0;
-    query(cudaStreamGetFlags, native_flags, "cudaStreamGetFlags(stream)");
+    query(cudaStreamGetFlags, native_flags, "flags()", "cudaStreamGetFlags(stream)");
     return (native_flags & cudaStreamNonBlocking) ? stream_flags::non_blocking
                                                   : stream_flags::blocking;
   }
   int priority() const {
     int value = 0;
-    return query(cudaStreamGetPriority, value, "cudaStreamGetPriority(stream)");
+    return query(cudaStreamGetPriority, value, "priority()", "cudaStreamGetPriority(stream)");
   }
   /// The stream's process-unique id.
   unsigned long long id() const {
     unsigned long long value = 0;
-    return query(cudaStreamGetId, value, "cudaStreamGetId(stream)");
+    return query(cudaStreamGetId, value, "id()", "cudaStreamGetId(stream)");
   }
   /// True while the stream is being captured into a graph; false also in a capture that was
   /// invalidated and not yet ended (curt::capture_info(stream).status tells the three apart).
   bool is_capturing() const {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    return query(cudaStreamIsCapturing, status, "cudaStreamIsCapturing(stream)") ==
+    return query(cudaStreamIsCapturing, status, "is_capturing()", "cudaStreamIsCapturing(stream)") ==
            cudaStreamCaptureStatusActive;
   }
 
@@ -309,8 +309,8 @@ class stream_ref {
   friend struct detail::stream_traits;
   // A runtime query of the stream, in its context where none is current.
   template <class Query, class Value>
-  Value query(Query function, Value& value, const char* call) const {
-    cudaStream_t h = native(call);
+  Value query(Query function, Value& value, const char* operation, const char* call) const {
+    cudaStream_t h = native(operation);
     detail::context_scope in(detail::for_stream, h);
     detail::check(function(h, &value), call, __FILE__, __LINE__);
     return value;

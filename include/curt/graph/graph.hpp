@@ -336,7 +336,7 @@ class graph_exec_ref {
     cudaStream_t s = stream.get();
     int result = detail::on_stream(
         s, [&] { return CURT_DETAIL_DRIVER_FUNCTION(cuGraphLaunch, 10000)(e, s); });
-    if (CURT_UNLIKELY(result != 0)) throw_launch_error(result, e, "cuGraphLaunch(exec, stream)");
+    if (CURT_UNLIKELY(result != 0)) throw_launch_error(result, e, s, "cuGraphLaunch(exec, stream)");
   }
   /// Uploads the graph's work on `stream` without running it, so that the first launch is sooner.
   void upload(stream_ref stream) const {
@@ -344,7 +344,7 @@ class graph_exec_ref {
     cudaStream_t s = stream.get();
     int result = detail::on_stream(
         s, [&] { return CURT_DETAIL_DRIVER_FUNCTION(cuGraphUpload, 11010)(e, s); });
-    if (CURT_UNLIKELY(result != 0)) throw_launch_error(result, e, "cuGraphUpload(exec, stream)");
+    if (CURT_UNLIKELY(result != 0)) throw_launch_error(result, e, s, "cuGraphUpload(exec, stream)");
   }
   /// Takes the parameters of `from`, a graph of the same topology, for later launches; a refusal
   /// (which leaves it unchanged) names the reason and the node the driver names.
@@ -420,8 +420,9 @@ class graph_exec_ref {
           return note.empty() ? why : why + "; " + note;
         });
   }
+  // Explained in the stream's context: any other could be a context the program never used.
   [[noreturn]] CURT_COLD static void throw_launch_error(int result, cudaGraphExec_t e,
-                                                       const char* call) {
+                                                       cudaStream_t stream, const char* call) {
     auto freeing = [&] {  // instantiated with auto_free_on_launch (or unknown)
       unsigned long long flags = 0;
       return cudaGraphExecGetFlags(e, &flags) != cudaSuccess ||
@@ -430,7 +431,7 @@ class graph_exec_ref {
     detail::throw_error(make_error_code(static_cast<cudaError_t>(result)), call, __FILE__, __LINE__,
                         [&] {
                           if (result != cudaErrorInvalidValue ||
-                              detail::diagnose(freeing, detail::any_context))
+                              detail::diagnose(freeing, detail::for_stream, stream))
                             return "";
                           return "an executable graph whose last launch left memory allocated "
                                  "(allocation nodes without a free) cannot run again until that "

@@ -29,15 +29,21 @@ struct free_place {
   CUcontext context = nullptr;
 };
 
+/// Whether the current context is a green context's (its legacy stream then names the green
+/// context; CUDA 13.0 has no per-thread default stream there).
+inline bool green_context_current() {
+  CUgreenCtx green = nullptr;
+  return current_context() != nullptr &&
+         CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetGreenCtx, 12040)(cudaStreamLegacy, &green) == 0 &&
+         green != nullptr;
+}
+
 /// Where to free what this thread allocates on `stream`. Refuses a default stream while a green
 /// context is current: the free would run in it, and it may be destroyed first.
 inline free_place place_for(stream_ref stream, const char* operation) {
   const cudaStream_t s = stream.get();
   if (CURT_LIKELY(!is_default_stream_handle(s))) return {stream, nullptr};
-  CUgreenCtx green = nullptr;
-  if (current_context() != nullptr &&
-      CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetGreenCtx, 12040)(cudaStreamLegacy, &green) == 0 &&
-      green != nullptr)
+  if (green_context_current())
     raise(cudaErrorNotSupported, std::string(operation) + " on a default stream",
           "a green context is current: the buffer would be freed in it, and a green context may "
           "be destroyed before the buffer (a curt::green_context goes with its owner and "

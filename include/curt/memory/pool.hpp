@@ -12,9 +12,10 @@
 //   sticky cudaErrorIllegalAddress. A device pool's own device always has access.
 // - Synchronous allocation (allocate_sync, CCCL's allocate(bytes, alignment)) keeps no stream of
 //   its own: it allocates on the calling thread's per-thread default stream of the pool's context
-//   (one of its device, as device_guard picks it; any one for host and managed pools) and waits
-//   for that stream (and so for what the thread queued there before, and for the legacy default
-//   stream, which it synchronizes with). deallocate_sync frees there without waiting. Both put
+//   (one of its device, as device_guard picks it; any one for host and managed pools; in a green
+//   context, which has no per-thread stream, its legacy stream) and waits for that stream (and
+//   so for what the thread queued there before, and for the legacy default stream, which it
+//   synchronizes with). deallocate_sync frees there without waiting. Both put
 //   the thread in relaxed capture mode for the call, so a global-mode capture on another thread
 //   stays valid; neither may run while this thread's per-thread default stream is captured.
 #pragma once
@@ -140,6 +141,11 @@ struct relaxed_capture {
   }
   ~relaxed_capture() { (void)cudaThreadExchangeStreamCaptureMode(&previous); }
 };
+/// The stream of synchronous allocations: the per-thread default stream of the current
+/// context, or in a green context, which has none (CUDA 13.0), its legacy one.
+inline cudaStream_t sync_allocation_stream() {
+  return green_context_current() ? cudaStreamLegacy : cudaStreamPerThread;
+}
 }  // namespace detail
 
 /// Where memory_pool_ref::export_handle() ends up without <curt/memory_pool_ipc.hpp>.
@@ -262,11 +268,11 @@ class memory_pool_ref {
     if (n == 0) return nullptr;
     return detail::in_pool_context(where_, [&] {
       detail::relaxed_capture relaxed;
-      void* p = allocate_bytes(pool, n, cudaStreamPerThread);
-      const cudaError_t status = cudaStreamSynchronize(cudaStreamPerThread);
-      if (CURT_UNLIKELY(status != cudaSuccess)) (void)cudaFreeAsync(p, cudaStreamPerThread);
-      detail::check(status, "cudaStreamSynchronize", {"per-thread default stream"}, __FILE__,
-                    __LINE__);
+      const cudaStream_t s = detail::sync_allocation_stream();
+      void* p = allocate_bytes(pool, n, s);
+      const cudaError_t status = cudaStreamSynchronize(s);
+      if (CURT_UNLIKELY(status != cudaSuccess)) (void)cudaFreeAsync(p, s);
+      detail::check(status, "cudaStreamSynchronize", {"default stream"}, __FILE__, __LINE__);
       return p;
     });
   }
@@ -275,8 +281,8 @@ class memory_pool_ref {
     try {
       detail::in_pool_context(where_, [&] {
         detail::relaxed_capture relaxed;
-        detail::report(cudaFreeAsync(p, cudaStreamPerThread),
-                       "cudaFreeAsync(memory, per-thread default stream)", __FILE__, __LINE__);
+        detail::report(cudaFreeAsync(p, detail::sync_allocation_stream()),
+                       "cudaFreeAsync(memory, default stream)", __FILE__, __LINE__);
       });
     } catch (const std::exception& error) {  // no context could be made current
       detail::report(error);
