@@ -204,7 +204,7 @@ __global__ void block_index_out(unsigned* out) {
 }
 
 // launch.hpp reads the SM count of a green context through its own copy of CUdevResource.
-using curt_sm_resource = curt::detail::launch_fn::sm_resource_v1;
+using curt_sm_resource = curt::detail::driver_fn::dev_resource;
 static_assert(sizeof(curt_sm_resource) == sizeof(CUdevResource));
 static_assert(offsetof(curt_sm_resource, sm_count) ==
               offsetof(CUdevResource, sm) + offsetof(CUdevSmResource, smCount));

@@ -29,6 +29,7 @@ typedef int CUdevice_v1;
 typedef CUdevice_v1 CUdevice;
 typedef struct CUctx_st* CUcontext;
 typedef struct CUstream_st* CUstream;
+typedef struct CUgreenCtx_st* CUgreenCtx;
 
 #if defined(_WIN32)
 #  define CURT_DETAIL_DRIVER_API __stdcall
@@ -52,6 +53,7 @@ CURT_DETAIL_DRIVER_TYPE(cuDevicePrimaryCtxRetain_v7000, CUcontext* context, CUde
 CURT_DETAIL_DRIVER_TYPE(cuDevicePrimaryCtxGetState_v7000, CUdevice device, unsigned* flags,
                         int* active);
 CURT_DETAIL_DRIVER_TYPE(cuStreamGetCtx_v9020, CUstream stream, CUcontext* context);
+CURT_DETAIL_DRIVER_TYPE(cuStreamGetGreenCtx_v12040, CUstream stream, CUgreenCtx* green);
 CURT_DETAIL_DRIVER_TYPE(cuStreamSynchronize_v2000, CUstream stream);
 CURT_DETAIL_DRIVER_TYPE(cuStreamQuery_v2000, CUstream stream);
 CURT_DETAIL_DRIVER_TYPE(cuStreamWaitEvent_v3020, CUstream stream, cudaEvent_t event,

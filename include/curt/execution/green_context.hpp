@@ -43,11 +43,9 @@
 #include <utility>
 #include <vector>
 
-typedef struct CUgreenCtx_st* CUgreenCtx;
 typedef struct CUdevResourceDesc_st* CUdevResourceDesc;
 
 namespace curt::detail::driver_fn {
-CURT_DETAIL_DRIVER_TYPE(cuGreenCtxGetDevResource_v12040, CUgreenCtx, dev_resource*, int type);
 CURT_DETAIL_DRIVER_TYPE(cuDevResourceGenerateDesc_v12040, CUdevResourceDesc*, dev_resource*,
                         unsigned count);
 CURT_DETAIL_DRIVER_TYPE(cuGreenCtxCreate_v12040, CUgreenCtx*, CUdevResourceDesc, CUdevice,
@@ -56,7 +54,6 @@ CURT_DETAIL_DRIVER_TYPE(cuGreenCtxDestroy_v12040, CUgreenCtx green);
 CURT_DETAIL_DRIVER_TYPE(cuCtxFromGreenCtx_v12040, CUcontext* context, CUgreenCtx green);
 CURT_DETAIL_DRIVER_TYPE(cuGreenCtxRecordEvent_v12040, CUgreenCtx green, cudaEvent_t event);
 CURT_DETAIL_DRIVER_TYPE(cuGreenCtxWaitEvent_v12040, CUgreenCtx green, cudaEvent_t event);
-CURT_DETAIL_DRIVER_TYPE(cuStreamGetGreenCtx_v12040, CUstream stream, CUgreenCtx* green);
 CURT_DETAIL_DRIVER_TYPE(cuGreenCtxStreamCreate_v12050, CUstream*, CUgreenCtx, unsigned, int);
 CURT_DETAIL_DRIVER_TYPE(cuGreenCtxGetId_v12090, CUgreenCtx green, unsigned long long* id);
 }  // namespace curt::detail::driver_fn

@@ -9,7 +9,7 @@
 #include <curt/core/device.hpp>
 #include <curt/core/driver.hpp>
 #include <curt/core/error.hpp>
-#include <curt/execution/launch.hpp>  // detail::launch_fn::sm_resource_v1
+#include <curt/execution/launch.hpp>  // detail::driver_fn::dev_resource
 
 #include <cuda_runtime_api.h>
 
@@ -21,7 +21,6 @@
 struct CUdevResource_st;  // <cuda.h>'s CUdevResource, for sm_resource::native()
 
 namespace curt::detail::driver_fn {
-using dev_resource = launch_fn::sm_resource_v1;  // CUdevResource of the 12040 ABI (144 bytes)
 inline constexpr int resource_type_sm = 1;       // CU_DEV_RESOURCE_TYPE_SM
 CURT_DETAIL_DRIVER_TYPE(cuDeviceGetDevResource_v12040, CUdevice, dev_resource*, int type);
 // groups, count, input, remaining, flags, min_count

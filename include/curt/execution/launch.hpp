@@ -37,11 +37,7 @@
 #include <type_traits>
 #include <utility>
 
-// The green context of a stream, for the diagnosis of refused cooperative launches; declared as
-// <cuda.h> declares it (that header is not included here).
-typedef struct CUgreenCtx_st* CUgreenCtx;
-
-namespace curt::detail::launch_fn {
+namespace curt::detail::driver_fn {
 // CUlaunchConfig, whose attributes have cudaLaunchAttribute's layout (the driver's and the
 // runtime's ids and values are the same).
 struct launch_config {
@@ -50,23 +46,20 @@ struct launch_config {
   const cudaLaunchAttribute* attributes;
   unsigned attribute_count;
 };
-using cuLaunchKernelEx_v11060 = int(CURT_DETAIL_DRIVER_API*)(const launch_config* config,
-                                                              cudaKernel_t kernel, void** arguments,
-                                                              void** extra);
-// The 12040 ABI's CUdevResource (144 bytes): type, 92 bytes, then CUdevSmResource in a 48-byte
-// union.
-struct sm_resource_v1 {
+// CUdevResource of the 12040 ABI (144 bytes): type, 92 bytes, then CUdevSmResource in a 48-byte
+// union. (Green contexts use it too.)
+struct dev_resource {
   int type;
   unsigned char padding[92];
   unsigned sm_count, min_partition_size, coscheduled_alignment;
   unsigned char rest[36];
 };
-static_assert(sizeof(sm_resource_v1) == 144, "CUdevResource of the 12040 ABI has 144 bytes");
-using cuStreamGetGreenCtx_v12040 = int(CURT_DETAIL_DRIVER_API*)(CUstream stream, CUgreenCtx* green);
-using cuGreenCtxGetDevResource_v12040 = int(CURT_DETAIL_DRIVER_API*)(CUgreenCtx green,
-                                                                     sm_resource_v1* resource,
-                                                                     int type);
-}  // namespace curt::detail::launch_fn
+static_assert(sizeof(dev_resource) == 144, "CUdevResource of the 12040 ABI has 144 bytes");
+CURT_DETAIL_DRIVER_TYPE(cuLaunchKernelEx_v11060, const launch_config* config, cudaKernel_t kernel,
+                        void** arguments, void** extra);
+CURT_DETAIL_DRIVER_TYPE(cuGreenCtxGetDevResource_v12040, CUgreenCtx green, dev_resource* resource,
+                        int type);
+}  // namespace curt::detail::driver_fn
 
 namespace curt {
 
@@ -296,15 +289,11 @@ std::string describe_launch(const Config& config, const void* kernel) {
 template <class Stream>
 CURT_COLD unsigned green_sm_count(Stream stream) noexcept {
   try {
-    auto green_of = CURT_DETAIL_DRIVER_LOOKUP(launch_fn::cuStreamGetGreenCtx_v12040,
-                                              "cuStreamGetGreenCtx", 12040, cudaEnableLegacyStream);
-    auto resource_of = CURT_DETAIL_DRIVER_LOOKUP(launch_fn::cuGreenCtxGetDevResource_v12040,
-                                                 "cuGreenCtxGetDevResource", 12040,
-                                                 cudaEnableLegacyStream);
     CUgreenCtx green = nullptr;
-    launch_fn::sm_resource_v1 resource{};
-    if (green_of(stream, &green) != 0 || green == nullptr ||
-        resource_of(green, &resource, 1 /* CU_DEV_RESOURCE_TYPE_SM */) != 0)
+    driver_fn::dev_resource resource{};
+    if (CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetGreenCtx, 12040)(stream, &green) != 0 ||
+        green == nullptr ||
+        CURT_DETAIL_DRIVER_FUNCTION(cuGreenCtxGetDevResource, 12040)(green, &resource, 1) != 0)
       return 0;
     return resource.sm_count;
   } catch (...) {  // a driver without green contexts: the device's count applies
@@ -412,13 +401,12 @@ inline int launch_native(const cudaLaunchConfig_t& config, const void* kernel, v
   cudaKernel_t handle = nullptr;
   if (cudaError_t status = cudaGetKernel(&handle, kernel); CURT_UNLIKELY(status != cudaSuccess))
     return status;
-  const launch_fn::launch_config native{config.gridDim.x,  config.gridDim.y,  config.gridDim.z,
+  const driver_fn::launch_config native{config.gridDim.x,  config.gridDim.y,  config.gridDim.z,
                                         config.blockDim.x, config.blockDim.y, config.blockDim.z,
                                         static_cast<unsigned>(config.dynamicSmemBytes),
                                         config.stream,     config.attrs,      config.numAttrs};
   return on_stream(config.stream, [&] {
-    return CURT_DETAIL_DRIVER_LOOKUP(launch_fn::cuLaunchKernelEx_v11060, "cuLaunchKernelEx", 11060,
-                                     cudaEnableLegacyStream)(&native, handle, arguments, nullptr);
+    return CURT_DETAIL_DRIVER_FUNCTION(cuLaunchKernelEx, 11060)(&native, handle, arguments, nullptr);
   });
 }
 

@@ -11,7 +11,6 @@
 
 #include <climits>
 #include <cstring>
-#include <iterator>
 #include <tuple>
 
 namespace curt::detail {
@@ -400,25 +399,25 @@ inline constexpr result_text update_results[] = {
      "use_node_priority, for instance)"}};
 CURT_COLD inline std::string instantiate_result_name(cudaGraphInstantiateResult result) {
   const auto i = static_cast<std::size_t>(result);
-  return i < std::size(instantiate_results)
+  return i < (sizeof instantiate_results / sizeof *instantiate_results)
              ? std::string("cudaGraphInstantiate") + instantiate_results[i].name
              : "an unknown cudaGraphInstantiateResult";
 }
 CURT_COLD inline std::string instantiate_result_reason(cudaGraphInstantiateResult result) {
   const auto i = static_cast<std::size_t>(result);
-  if (i >= std::size(instantiate_results)) return {};
+  if (i >= (sizeof instantiate_results / sizeof *instantiate_results)) return {};
   if (const char* reason = instantiate_results[i].reason) return reason;
   return "a node does what a graph launched from the device cannot (it holds only " +
          kinds_with(&node_kind::device_launch) + ", and no dynamic parallelism)";
 }
 CURT_COLD inline std::string update_result_name(cudaGraphExecUpdateResult result) {
   const auto i = static_cast<std::size_t>(result);
-  return i < std::size(update_results) ? std::string("cudaGraphExecUpdate") + update_results[i].name
+  return i < (sizeof update_results / sizeof *update_results) ? std::string("cudaGraphExecUpdate") + update_results[i].name
                                        : "an unknown cudaGraphExecUpdateResult";
 }
 CURT_COLD inline std::string update_result_reason(cudaGraphExecUpdateResult result) {
   const auto i = static_cast<std::size_t>(result);
-  return i < std::size(update_results) ? update_results[i].reason : "";
+  return i < (sizeof update_results / sizeof *update_results) ? update_results[i].reason : "";
 }
 // "<result name>: <reason>", then the nodes the driver named, if any.
 CURT_COLD inline std::string describe_update_refusal(cudaGraphExecUpdateResult result,

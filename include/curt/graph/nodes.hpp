@@ -10,9 +10,9 @@
 // A refused addition leaves the graph as it was.
 #pragma once
 
+#include <curt/core/entries.hpp>
 #include <curt/graph/node.hpp>
 
-#include <algorithm>
 
 namespace curt {
 
@@ -63,8 +63,9 @@ CURT_COLD inline std::string explain_add_node_failure(cudaGraph_t graph,
     for (std::size_t j = 0; j < i; ++j)
       if (dependencies.nodes()[j] == d)
         return which + " repeats dependency " + std::to_string(j) + ": name each node once";
-    if (listed && std::find(nodes.begin(), nodes.end(), d) == nodes.end())
-      return which + " (" + describe_node(d) + ") is not a node of this graph";
+    bool in_graph = !listed;
+    for (cudaGraphNode_t node : nodes) in_graph = in_graph || node == d;
+    if (!in_graph) return which + " (" + describe_node(d) + ") is not a node of this graph";
     cudaGraphNodeType from = cudaGraphNodeTypeCount;
     if (!data || (data[i].type == cudaGraphDependencyTypeDefault && !data[i].from_port)) continue;
     if (cudaGraphNodeGetType(d, &from) != cudaSuccess) from = cudaGraphNodeTypeCount;
@@ -158,10 +159,11 @@ allocation_node<T> add_allocation_node(graph_ref g, const node_dependencies& dep
           count == 0 ? "an allocation node allocates at least one element"
                      : "the size in bytes overflows",
           __FILE__, __LINE__);
-  std::vector<cudaMemAccessDesc> access;  // read and write for each other device, once
+  entries<cudaMemAccessDesc> access;  // read and write for each other device, once
   for (const device* other = first; other != last; ++other) {
-    auto same = [&](const cudaMemAccessDesc& a) { return a.location.id == other->ordinal(); };
-    if (*other != d && std::none_of(access.begin(), access.end(), same))
+    bool listed = *other == d;
+    for (const cudaMemAccessDesc& a : access) listed = listed || a.location.id == other->ordinal();
+    if (!listed)
       access.push_back(
           {{cudaMemLocationTypeDevice, other->ordinal()}, cudaMemAccessFlagsProtReadWrite});
   }

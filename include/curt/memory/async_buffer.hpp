@@ -12,12 +12,6 @@
 #include <cstddef>
 #include <string>
 
-typedef struct CUgreenCtx_st* CUgreenCtx;  // as <cuda.h> declares it
-
-namespace curt::detail::driver_fn {
-CURT_DETAIL_DRIVER_TYPE(cuStreamGetGreenCtx_v12040, CUstream stream, CUgreenCtx* green);
-}  // namespace curt::detail::driver_fn
-
 namespace curt {
 class memory_pool_ref;
 
@@ -28,15 +22,6 @@ struct free_place {
   stream_ref stream{state_handle<cudaStream_t>(handle_state::empty)};
   CUcontext context = nullptr;
 };
-
-/// Whether the current context is a green context's (its legacy stream then names the green
-/// context; CUDA 13.0 has no per-thread default stream there).
-inline bool green_context_current() {
-  CUgreenCtx green = nullptr;
-  return current_context() != nullptr &&
-         CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetGreenCtx, 12040)(cudaStreamLegacy, &green) == 0 &&
-         green != nullptr;
-}
 
 /// Where to free what this thread allocates on `stream`. Refuses a default stream while a green
 /// context is current: the free would run in it, and it may be destroyed first.

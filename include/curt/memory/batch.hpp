@@ -3,6 +3,7 @@
 // left out of the call for being empty), and the checks of add() and submit().
 #pragma once
 
+#include <curt/core/entries.hpp>
 #include <curt/core/error.hpp>
 #include <curt/execution/stream.hpp>
 
@@ -25,57 +26,11 @@ constexpr bool batch_same(const cudaMemcpyAttributes& a, const cudaMemcpyAttribu
          batch_same(a.srcLocHint, b.srcLocHint) && batch_same(a.dstLocHint, b.dstLocHint);
 }
 
-/// A growable array of trivially copyable T (not <vector>: cheaper to compile). An entry reserves
-/// room in each of its arrays, then appends, so a failed allocation leaves the batch as it was.
-template <class T>
-class batch_array {
- public:
-  batch_array() = default;
-  batch_array(const batch_array& other) {
-    reserve(other.size_);
-    for (size_ = 0; size_ < other.size_; ++size_) data_[size_] = other.data_[size_];
-  }
-  batch_array(batch_array&& other) noexcept { swap(other); }
-  batch_array& operator=(batch_array other) noexcept {
-    swap(other);
-    return *this;
-  }
-  ~batch_array() { delete[] data_; }
-
-  const T* data() const noexcept { return data_; }
-  std::size_t size() const noexcept { return size_; }
-  const T& operator[](std::size_t i) const noexcept { return data_[i]; }
-
-  void reserve(std::size_t count) {
-    if (count <= capacity_) return;
-    T* grown = new T[count];
-    for (std::size_t i = 0; i < size_; ++i) grown[i] = data_[i];
-    delete[] data_;
-    data_ = grown;
-    capacity_ = count;
-  }
-  void reserve_one_more() {
-    if (size_ == capacity_) reserve(capacity_ < 8 ? 16 : 2 * capacity_);
-  }
-  void push(const T& value) noexcept { data_[size_++] = value; }  // after reserve_one_more()
-  void clear() noexcept { size_ = 0; }
-
- private:
-  void swap(batch_array& other) noexcept {
-    std::swap(data_, other.data_);
-    std::swap(size_, other.size_);
-    std::swap(capacity_, other.capacity_);
-  }
-  T* data_ = nullptr;
-  std::size_t size_ = 0;
-  std::size_t capacity_ = 0;
-};
-
 // Values with the call index each run of equal ones starts at (attributes, locations).
 template <class T>
 struct batch_runs {
-  batch_array<T> values;
-  batch_array<std::size_t> starts;
+  entries<T> values;
+  entries<std::size_t> starts;
   // Reserves room for `value` where it starts a new run; false where it continues one.
   bool reserve_for(const T& value) {
     if (values.size() != 0 && batch_same(values[values.size() - 1], value)) return false;
@@ -84,8 +39,8 @@ struct batch_runs {
     return true;
   }
   void push(const T& value, std::size_t index) noexcept {
-    values.push(value);
-    starts.push(index);
+    values.push_back(value);  // after reserve_one_more(): allocates nothing
+    starts.push_back(index);
   }
   void reserve(std::size_t count) {
     values.reserve(count);
@@ -120,7 +75,7 @@ class batch_entries {
   }
   void skip() {
     skipped_.reserve_one_more();
-    skipped_.push(added_++);
+    skipped_.push_back(added_++);
   }
   void clear_entries() noexcept {
     skipped_.clear();
@@ -164,7 +119,7 @@ class batch_entries {
     return status != cudaStreamCaptureStatusNone;
   }
 
-  batch_array<std::size_t> skipped_;
+  entries<std::size_t> skipped_;
   std::size_t added_ = 0;
 };
 

@@ -278,9 +278,9 @@ class copy_batch : public detail::copy_batch_base<copy_batch> {
     sources_.reserve_one_more();
     sizes_.reserve_one_more();
     if (new_run) runs_.push(attributes.native(), sizes_.size());
-    destinations_.push(address(destination));
-    sources_.push(address(source));
-    sizes_.push(bytes);
+    destinations_.push_back(address(destination));
+    sources_.push_back(address(source));
+    sizes_.push_back(bytes);
     added(attributes.order());
     return *this;
   }
@@ -350,9 +350,9 @@ class copy_batch : public detail::copy_batch_base<copy_batch> {
         const_cast<std::size_t*>(runs_.starts.data()), runs_.values.size(), failed, stream);
   }
 
-  detail::batch_array<CUdeviceptr> destinations_;
-  detail::batch_array<CUdeviceptr> sources_;
-  detail::batch_array<std::size_t> sizes_;
+  detail::entries<CUdeviceptr> destinations_;
+  detail::entries<CUdeviceptr> sources_;
+  detail::entries<std::size_t> sizes_;
   detail::batch_runs<cudaMemcpyAttributes> runs_;
 };
 
@@ -431,7 +431,7 @@ class copy_3d_batch : public detail::copy_batch_base<copy_3d_batch> {
     op.srcAccessOrder = attributes.native().srcAccessOrder;
     op.flags = attributes.native().flags;
     operations_.reserve_one_more();
-    operations_.push(op);
+    operations_.push_back(op);
     added(attributes.order());
     return *this;
   }
@@ -514,7 +514,7 @@ class copy_3d_batch : public detail::copy_batch_base<copy_3d_batch> {
         stream);
   }
 
-  detail::batch_array<cudaMemcpy3DBatchOp> operations_;
+  detail::entries<cudaMemcpy3DBatchOp> operations_;
 };
 
 }  // namespace curt

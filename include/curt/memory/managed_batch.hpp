@@ -77,8 +77,8 @@ class managed_range_batch : public batch_entries {
     pointers_.reserve_one_more();
     sizes_.reserve_one_more();
     if (new_run) locations_.push(where->native(), sizes_.size());
-    pointers_.push(const_cast<void*>(data));  // CUDA's array is void**
-    sizes_.push(bytes);
+    pointers_.push_back(const_cast<void*>(data));  // CUDA's array is void**
+    sizes_.push_back(bytes);
     ++added_;
   }
 
@@ -125,8 +125,8 @@ class managed_range_batch : public batch_entries {
                 });
   }
 
-  batch_array<void*> pointers_;
-  batch_array<std::size_t> sizes_;
+  entries<void*> pointers_;
+  entries<std::size_t> sizes_;
   batch_runs<cudaMemLocation> locations_;
 };
 

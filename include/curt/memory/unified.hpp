@@ -14,6 +14,7 @@
 
 #include <curt/core/context.hpp>
 #include <curt/core/device.hpp>
+#include <curt/core/entries.hpp>
 #include <curt/core/error.hpp>
 #include <curt/execution/stream.hpp>
 #include <curt/memory/location.hpp>
@@ -22,7 +23,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <memory>
 #include <string>
 #include <utility>
 
@@ -41,11 +41,10 @@ enum class memory_advice {
 /// The locations a range has accessed-by advice for (devices, and the host as host()).
 class location_list {
  public:
-  location_list() = default;
-  const memory_location* begin() const noexcept { return items_.get(); }
-  const memory_location* end() const noexcept { return items_.get() + size_; }
-  std::size_t size() const noexcept { return size_; }
-  bool empty() const noexcept { return size_ == 0; }
+  const memory_location* begin() const noexcept { return items_.begin(); }
+  const memory_location* end() const noexcept { return items_.end(); }
+  std::size_t size() const noexcept { return items_.size(); }
+  bool empty() const noexcept { return items_.empty(); }
   const memory_location& operator[](std::size_t i) const noexcept { return items_[i]; }
   /// True when `location` is in the list.
   bool contains(memory_location location) const noexcept {
@@ -56,8 +55,7 @@ class location_list {
 
  private:
   friend location_list accessed_by(const void*, std::size_t);
-  std::unique_ptr<memory_location[]> items_;
-  std::size_t size_ = 0;
+  detail::entries<memory_location> items_;
 };
 
 namespace detail {
@@ -199,20 +197,21 @@ inline memory_location last_prefetch_location(const void* pointer, std::size_t b
 /// (the runtime reports legacy ids, so a host NUMA node is reported as host()).
 inline location_list accessed_by(const void* pointer, std::size_t bytes) {
   const std::size_t capacity = static_cast<std::size_t>(device_count()) + 1;  // devices, host
-  std::unique_ptr<int[]> ids(new int[capacity]);
+  detail::entries<int> ids;
+  ids.reserve(capacity);
+  for (std::size_t i = 0; i < capacity; ++i) ids.push_back(cudaInvalidDeviceId);
   {
     detail::context_scope in(detail::for_memory, pointer);
-    detail::check_range(cudaMemRangeGetAttribute(ids.get(), capacity * sizeof(int),
+    detail::check_range(cudaMemRangeGetAttribute(ids.data(), capacity * sizeof(int),
                                                  cudaMemRangeAttributeAccessedBy, pointer, bytes),
                         "cudaMemRangeGetAttribute", bytes, "cudaMemRangeAttributeAccessedBy");
   }
   location_list list;
-  list.items_.reset(new memory_location[capacity]);
-  for (std::size_t i = 0; i < capacity; ++i) {
-    if (ids[i] == cudaInvalidDeviceId) continue;  // the padding after the last one
-    const bool host = ids[i] == cudaCpuDeviceId;
-    list.items_[list.size_++] = memory_location::from_native(cudaMemLocation{
-        host ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice, host ? 0 : ids[i]});
+  for (int id : ids) {
+    if (id == cudaInvalidDeviceId) continue;  // the padding after the last one
+    const bool host = id == cudaCpuDeviceId;
+    list.items_.push_back(memory_location::from_native(cudaMemLocation{
+        host ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice, host ? 0 : id}));
   }
   return list;
 }

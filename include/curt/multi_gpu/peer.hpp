@@ -25,12 +25,6 @@
 #include <mutex>
 #include <string>
 
-typedef struct CUgreenCtx_st* CUgreenCtx;
-
-namespace curt::detail::driver_fn {
-CURT_DETAIL_DRIVER_TYPE(cuStreamGetGreenCtx_v12040, CUstream stream, CUgreenCtx* green);
-}  // namespace curt::detail::driver_fn
-
 namespace curt {
 namespace detail {
 
@@ -43,15 +37,6 @@ inline bool context_of_device_exists(int ordinal) {
       current == driver_device(ordinal))
     return true;
   return primary_context_active(ordinal);
-}
-
-// Whether the current context is a green context's (cuStreamGetGreenCtx of the legacy stream
-// names it then); false with a driver older than 12.4, which has none.
-inline bool green_context_current() {
-  static const auto get = reinterpret_cast<driver_fn::cuStreamGetGreenCtx_v12040>(
-      driver_function_or_null("cuStreamGetGreenCtx", 12040));
-  CUgreenCtx green = nullptr;
-  return get != nullptr && get(cudaStreamLegacy, &green) == 0 && green != nullptr;
 }
 
 inline std::string peer_call(const char* function, int ordinal, int peer) {
