@@ -65,6 +65,11 @@ class entries {
     data_[--size_] = T();
   }
   void clear() noexcept { size_ = 0; }
+  /// `count` entries, the new ones default-initialized (for a C API to fill).
+  void resize(std::size_t count) {
+    reserve(count);
+    size_ = count;
+  }
   void swap(entries& other) noexcept {
     std::swap(data_, other.data_);
     std::swap(size_, other.size_);

@@ -195,31 +195,41 @@ inline std::string location(const char* file, int line) {
   return file ? std::string(file) + ":" + std::to_string(line) : std::string();
 }
 
-/// The throw path of a failed call: reads the driver's log first (before `explain`, which may
-/// call CUDA and log more, says what curt found), clears the thread's last error, says when the
-/// context is lost, and picks the exception type (Error, a cuda_error; out_of_memory for CUDA's
-/// out-of-memory codes). `explain` is a string or a function returning one.
-template <class Error = cuda_error, class Explain = std::string>
-[[noreturn]] CURT_COLD void throw_error(std::error_code code, std::string call, const char* file,
-                                        int line, Explain&& explain = {}) {
-  std::string log = take_driver_log();
-  // A failed runtime call also sets the thread's last error; a non-sticky one is cleared so
-  // that the next unrelated check does not report it a second time.
-  if (code.category() == runtime_category()) (void)cudaGetLastError();
-  std::string explanation;
-  if (cuda_error::is_sticky(code))  // every later call fails: nothing to diagnose
+// The part of throw_error below that does not depend on `explain` (compiled once per Error).
+template <class Error>
+[[noreturn]] CURT_COLD void throw_explained(std::error_code code, std::string& call,
+                                            const char* file, int line, std::string& explanation,
+                                            std::string& log) {
+  if (cuda_error::is_sticky(code))  // every later call fails: what curt found does not matter
     explanation = "the CUDA context is lost: an earlier kernel or copy failed (a sticky error); "
                   "this call is not the cause, and every later CUDA call in this process fails "
                   "the same way, so the process must be restarted";
-  else if constexpr (std::is_invocable_v<Explain>)
-    explanation = explain();
-  else
-    explanation = std::forward<Explain>(explain);
   const bool cuda = code.category() == runtime_category() || code.category() == driver_category();
   if (cuda && code.value() == cudaErrorMemoryAllocation)  // the same number in both categories
     throw out_of_memory(code, std::move(call), std::move(explanation), location(file, line),
                         std::move(log));
   throw Error(code, std::move(call), std::move(explanation), location(file, line), std::move(log));
+}
+
+/// The throw path of a failed call: reads the driver's log first (before `explain`, which may
+/// call CUDA and log more, says what curt found), clears the thread's last error, says when the
+/// context is lost, and picks the exception type (Error, a cuda_error; out_of_memory for CUDA's
+/// out-of-memory codes). `explain` is a string or a function returning one.
+template <class Error = cuda_error, class Explain = const char*>
+[[noreturn]] CURT_COLD void throw_error(std::error_code code, std::string call, const char* file,
+                                        int line, Explain explain = "") {
+  std::string log = take_driver_log();
+  // A failed runtime call also sets the thread's last error; a non-sticky one is cleared so
+  // that the next unrelated check does not report it a second time.
+  if (code.category() == runtime_category()) (void)cudaGetLastError();
+  std::string explanation;
+  if (!cuda_error::is_sticky(code)) {
+    if constexpr (std::is_invocable_v<Explain>)
+      explanation = explain();
+    else
+      explanation = explain;
+  }
+  throw_explained<Error>(code, call, file, line, explanation, log);
 }
 
 /// For mistakes curt finds itself, before calling CUDA: no driver log, no last error to clear.

@@ -25,6 +25,7 @@
 // translation unit): the driver's types are declared as <cuda.h> declares them.
 #pragma once
 
+#include <curt/core/entries.hpp>
 #include <curt/core/context.hpp>
 #include <curt/core/device.hpp>
 #include <curt/core/driver.hpp>
@@ -244,8 +245,10 @@ class green_context
   green_context(curt::device d, const sm_resource* first, std::size_t count)
       : base(empty_ref()) {
     device_ = d.ordinal();
-    std::vector<detail::resource_tag> tags(count);
-    std::vector<detail::driver_fn::dev_resource> natives(count);
+    detail::entries<detail::resource_tag> tags;
+    detail::entries<detail::driver_fn::dev_resource> natives;
+    tags.resize(count);
+    natives.resize(count);
     unsigned total = 0;
     for (std::size_t i = 0; i < count; ++i) {
       tags[i] = first[i].tag_;

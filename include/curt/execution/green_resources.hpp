@@ -6,6 +6,7 @@
 // partition_refusal), tested without a GPU.
 #pragma once
 
+#include <curt/core/entries.hpp>
 #include <curt/core/device.hpp>
 #include <curt/core/driver.hpp>
 #include <curt/core/error.hpp>
@@ -343,7 +344,8 @@ inline sm_split sm_resource::split(unsigned groups, unsigned min_sm_count, sm_sp
                   refused.why, __FILE__, __LINE__);
   // The driver makes no more groups than the set has SMs: a larger capacity changes nothing.
   const unsigned capacity = groups < sm_count() ? groups : (sm_count() > 0 ? sm_count() : 1u);
-  std::vector<detail::driver_fn::dev_resource> made(capacity);
+  detail::entries<detail::driver_fn::dev_resource> made;
+  made.resize(capacity);
   detail::driver_fn::dev_resource remaining{};
   unsigned count = capacity;
   const int status = CURT_DETAIL_DRIVER_FUNCTION(cuDevSmResourceSplitByCount, 12040)(

@@ -12,6 +12,7 @@
 // driver's), destruction goes to the driver. Edge queries pass edge data (PDL edges need it).
 #pragma once
 
+#include <curt/core/entries.hpp>
 #include <curt/execution/stream.hpp>
 #include <curt/graph/node_kinds.hpp>
 
@@ -132,7 +133,7 @@ CURT_COLD inline single_exec_nodes census(cudaGraph_t graph, cudaGraphNode_t nod
                                           bool* found = nullptr, single_exec_nodes held = {},
                                           int depth = 0) {
   std::size_t n = 0;
-  std::vector<cudaGraphNode_t> nodes;
+  entries<cudaGraphNode_t> nodes;
   if (depth < 16 && cudaGraphGetNodes(graph, nullptr, &n) == cudaSuccess) nodes.resize(n);
   if (n && cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) nodes.clear();
   for (cudaGraphNode_t each : nodes) {
@@ -229,8 +230,11 @@ class graph_ref {
     std::size_t n = 0;
     detail::check(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &n), "cudaGraphGetEdges(graph)",
                   __FILE__, __LINE__);
-    std::vector<cudaGraphNode_t> from(n), to(n);
-    std::vector<cudaGraphEdgeData> data(n);
+    detail::entries<cudaGraphNode_t> from, to;
+    detail::entries<cudaGraphEdgeData> data;
+    from.resize(n);
+    to.resize(n);
+    data.resize(n);
     if (n)
       detail::check(cudaGraphGetEdges(g, from.data(), to.data(), data.data(), &n),
                     "cudaGraphGetEdges(graph, with edge data)", __FILE__, __LINE__);

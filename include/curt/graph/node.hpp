@@ -7,6 +7,7 @@
 //   curt::add_empty_node(g, {a, b, c});                    // after a, b and c
 #pragma once
 
+#include <curt/core/entries.hpp>
 #include <curt/graph/graph.hpp>
 
 namespace curt {
@@ -51,8 +52,10 @@ class graph_node {
     detail::context_scope in(detail::any_context);
     std::size_t n = 0;
     detail::check(query(node, nullptr, nullptr, &n), call, __FILE__, __LINE__);
-    std::vector<cudaGraphNode_t> nodes(n);
-    std::vector<cudaGraphEdgeData> data(n);
+    detail::entries<cudaGraphNode_t> nodes;
+    detail::entries<cudaGraphEdgeData> data;
+    nodes.reserve(n);
+    data.reserve(n);
     if (n) detail::check(query(node, nodes.data(), data.data(), &n), call, __FILE__, __LINE__);
     std::vector<graph_dependency> result(n);
     for (std::size_t i = 0; i < n; ++i) result[i] = graph_dependency{nodes[i], data[i]};
@@ -122,9 +125,9 @@ class node_dependencies {
       inline_nodes_[size_] = node;
       inline_data_[size_] = data;
     } else {
-      if (size_ == inline_capacity) {  // move the inline ones out first
-        more_nodes_.assign(inline_nodes_, inline_nodes_ + inline_capacity);
-        more_data_.assign(inline_data_, inline_data_ + inline_capacity);
+      for (std::size_t i = 0; size_ == inline_capacity && i < inline_capacity; ++i) {
+        more_nodes_.push_back(inline_nodes_[i]);  // move the inline ones out first
+        more_data_.push_back(inline_data_[i]);
       }
       more_nodes_.push_back(node);
       more_data_.push_back(data);
@@ -133,8 +136,8 @@ class node_dependencies {
   }
   cudaGraphNode_t inline_nodes_[inline_capacity] = {};
   cudaGraphEdgeData inline_data_[inline_capacity] = {};
-  std::vector<cudaGraphNode_t> more_nodes_;
-  std::vector<cudaGraphEdgeData> more_data_;
+  detail::entries<cudaGraphNode_t> more_nodes_;
+  detail::entries<cudaGraphEdgeData> more_data_;
   std::size_t size_ = 0;
   bool has_data_ = false;
 };

@@ -54,7 +54,8 @@ CURT_COLD inline std::string explain_add_node_failure(cudaGraph_t graph,
                                                       const cudaGraphNodeParams& p) {
   std::size_t n = 0;
   bool listed = cudaGraphGetNodes(graph, nullptr, &n) == cudaSuccess;
-  std::vector<cudaGraphNode_t> nodes(n);
+  entries<cudaGraphNode_t> nodes;
+  nodes.resize(n);
   listed = listed && (n == 0 || cudaGraphGetNodes(graph, nodes.data(), &n) == cudaSuccess);
   const cudaGraphEdgeData* data = dependencies.data();
   for (std::size_t i = 0; i < dependencies.size(); ++i) {
