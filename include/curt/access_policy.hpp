@@ -1,4 +1,2 @@
-// curt/access_policy.hpp: kept for its public path; the header lives in curt/execution/access_policy.hpp.
-#pragma once
-
+// curt/access_policy.hpp: the public path of curt/execution/access_policy.hpp.
 #include <curt/execution/access_policy.hpp>

@@ -1,4 +1,2 @@
-// curt/batch_copy.hpp: kept for its public path; the header lives in curt/memory/batch_copy.hpp.
-#pragma once
-
+// curt/batch_copy.hpp: the public path of curt/memory/batch_copy.hpp.
 #include <curt/memory/batch_copy.hpp>

@@ -1,4 +1,2 @@
-// curt/cccl.hpp: kept for its public path; the header lives in curt/execution/cccl.hpp.
-#pragma once
-
+// curt/cccl.hpp: the public path of curt/execution/cccl.hpp.
 #include <curt/execution/cccl.hpp>

@@ -1,4 +1,2 @@
-// curt/context.hpp: kept for its public path; the header lives in curt/core/context.hpp.
-#pragma once
-
+// curt/context.hpp: the public path of curt/core/context.hpp.
 #include <curt/core/context.hpp>

@@ -1,4 +1,2 @@
-// curt/copy.hpp: kept for its public path; the header lives in curt/memory/copy.hpp.
-#pragma once
-
+// curt/copy.hpp: the public path of curt/memory/copy.hpp.
 #include <curt/memory/copy.hpp>

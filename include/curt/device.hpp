@@ -1,4 +1,2 @@
-// curt/device.hpp: kept for its public path; the header lives in curt/core/device.hpp.
-#pragma once
-
+// curt/device.hpp: the public path of curt/core/device.hpp.
 #include <curt/core/device.hpp>

@@ -1,4 +1,2 @@
-// curt/error.hpp: kept for its public path; the header lives in curt/core/error.hpp.
-#pragma once
-
+// curt/error.hpp: the public path of curt/core/error.hpp.
 #include <curt/core/error.hpp>

@@ -1,4 +1,2 @@
-// curt/event.hpp: kept for its public path; the header lives in curt/execution/event.hpp.
-#pragma once
-
+// curt/event.hpp: the public path of curt/execution/event.hpp.
 #include <curt/execution/event.hpp>

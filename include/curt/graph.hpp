@@ -1,4 +1,2 @@
-// curt/graph.hpp: kept for its public path; the header lives in curt/graph/graph.hpp.
-#pragma once
-
+// curt/graph.hpp: the public path of curt/graph/graph.hpp.
 #include <curt/graph/graph.hpp>

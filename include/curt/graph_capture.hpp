@@ -1,4 +1,2 @@
-// curt/graph_capture.hpp: kept for its public path; the header lives in curt/graph/capture.hpp.
-#pragma once
-
+// curt/graph_capture.hpp: the public path of curt/graph/capture.hpp.
 #include <curt/graph/capture.hpp>

@@ -1,4 +1,2 @@
-// curt/graph_conditional.hpp: kept for its public path; the header lives in curt/graph/conditional.hpp.
-#pragma once
-
+// curt/graph_conditional.hpp: the public path of curt/graph/conditional.hpp.
 #include <curt/graph/conditional.hpp>

@@ -1,4 +1,2 @@
-// curt/graph_device_launch.hpp: kept for its public path; the header lives in curt/graph/device_launch.hpp.
-#pragma once
-
+// curt/graph_device_launch.hpp: the public path of curt/graph/device_launch.hpp.
 #include <curt/graph/device_launch.hpp>

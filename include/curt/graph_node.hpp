@@ -1,4 +1,2 @@
-// curt/graph_node.hpp: kept for its public path; the header lives in curt/graph/node.hpp.
-#pragma once
-
+// curt/graph_node.hpp: the public path of curt/graph/node.hpp.
 #include <curt/graph/node.hpp>

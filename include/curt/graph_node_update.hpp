@@ -1,4 +1,2 @@
-// curt/graph_node_update.hpp: kept for its public path; the header lives in curt/graph/node_update.hpp.
-#pragma once
-
+// curt/graph_node_update.hpp: the public path of curt/graph/node_update.hpp.
 #include <curt/graph/node_update.hpp>

@@ -1,4 +1,2 @@
-// curt/graph_nodes.hpp: kept for its public path; the header lives in curt/graph/nodes.hpp.
-#pragma once
-
+// curt/graph_nodes.hpp: the public path of curt/graph/nodes.hpp.
 #include <curt/graph/nodes.hpp>

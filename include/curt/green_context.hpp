@@ -1,4 +1,2 @@
-// curt/green_context.hpp: kept for its public path; the header is curt/execution/green_context.hpp.
-#pragma once
-
+// curt/green_context.hpp: the public path of curt/execution/green_context.hpp.
 #include <curt/execution/green_context.hpp>

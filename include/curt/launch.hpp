@@ -1,4 +1,2 @@
-// curt/launch.hpp: kept for its public path; the header lives in curt/execution/launch.hpp.
-#pragma once
-
+// curt/launch.hpp: the public path of curt/execution/launch.hpp.
 #include <curt/execution/launch.hpp>

@@ -1,4 +1,2 @@
-// curt/memory.hpp: kept for its public path; the header lives in curt/memory/buffer.hpp.
-#pragma once
-
+// curt/memory.hpp: the public path of curt/memory/buffer.hpp.
 #include <curt/memory/buffer.hpp>

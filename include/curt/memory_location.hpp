@@ -1,4 +1,2 @@
-// curt/memory_location.hpp: kept for its public path; the header lives in curt/memory/location.hpp.
-#pragma once
-
+// curt/memory_location.hpp: the public path of curt/memory/location.hpp.
 #include <curt/memory/location.hpp>

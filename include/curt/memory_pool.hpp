@@ -1,4 +1,2 @@
-// curt/memory_pool.hpp: kept for its public path; the header lives in curt/memory/pool.hpp.
-#pragma once
-
+// curt/memory_pool.hpp: the public path of curt/memory/pool.hpp.
 #include <curt/memory/pool.hpp>

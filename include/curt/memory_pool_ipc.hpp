@@ -1,4 +1,2 @@
-// curt/memory_pool_ipc.hpp: kept for its public path; the header lives in curt/memory/pool_ipc.hpp.
-#pragma once
-
+// curt/memory_pool_ipc.hpp: the public path of curt/memory/pool_ipc.hpp.
 #include <curt/memory/pool_ipc.hpp>

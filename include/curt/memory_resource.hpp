@@ -1,4 +1,2 @@
-// curt/memory_resource.hpp: kept for its public path; the header lives in curt/memory/resource.hpp.
-#pragma once
-
+// curt/memory_resource.hpp: the public path of curt/memory/resource.hpp.
 #include <curt/memory/resource.hpp>

@@ -1,4 +1,2 @@
-// curt/nccl.hpp: kept for its public path; the header is curt/multi_gpu/nccl.hpp.
-#pragma once
-
+// curt/nccl.hpp: the public path of curt/multi_gpu/nccl.hpp.
 #include <curt/multi_gpu/nccl.hpp>

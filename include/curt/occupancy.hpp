@@ -1,4 +1,2 @@
-// curt/occupancy.hpp: kept for its public path; the header lives in curt/execution/occupancy.hpp.
-#pragma once
-
+// curt/occupancy.hpp: the public path of curt/execution/occupancy.hpp.
 #include <curt/execution/occupancy.hpp>

@@ -1,4 +1,2 @@
-// curt/peer.hpp: kept for its public path; the header is curt/multi_gpu/peer.hpp.
-#pragma once
-
+// curt/peer.hpp: the public path of curt/multi_gpu/peer.hpp.
 #include <curt/multi_gpu/peer.hpp>

@@ -1,4 +1,2 @@
-// curt/pitched.hpp: kept for its public path; the header lives in curt/memory/pitched.hpp.
-#pragma once
-
+// curt/pitched.hpp: the public path of curt/memory/pitched.hpp.
 #include <curt/memory/pitched.hpp>

@@ -1,4 +1,2 @@
-// curt/span.hpp: kept for its public path; the header lives in curt/memory/span.hpp.
-#pragma once
-
+// curt/span.hpp: the public path of curt/memory/span.hpp.
 #include <curt/memory/span.hpp>

@@ -1,4 +1,2 @@
-// curt/stream.hpp: kept for its public path; the header lives in curt/execution/stream.hpp.
-#pragma once
-
+// curt/stream.hpp: the public path of curt/execution/stream.hpp.
 #include <curt/execution/stream.hpp>

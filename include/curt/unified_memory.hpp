@@ -1,4 +1,2 @@
-// curt/unified_memory.hpp: kept for its public path; the header lives in curt/memory/unified.hpp.
-#pragma once
-
+// curt/unified_memory.hpp: the public path of curt/memory/unified.hpp.
 #include <curt/memory/unified.hpp>

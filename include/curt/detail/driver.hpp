@@ -1,4 +1,2 @@
-// curt/detail/driver.hpp: kept for its path; the header is curt/driver.hpp.
-#pragma once
-
+// curt/detail/driver.hpp: the public path of curt/driver.hpp.
 #include <curt/driver.hpp>
