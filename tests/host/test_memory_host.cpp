@@ -93,6 +93,9 @@ static_assert(std::is_same_v<decltype(curt::span(std::declval<const device_float
                              cuda::std::span<const float>>);
 static_assert(std::is_same_v<decltype(curt::span(std::declval<device_floats&>())),
                              cuda::std::span<float>>);
+// A temporary view is no owner: it gives the span of what it views.
+static_assert(can_span<cuda::std::span<float>>::value);
+static_assert(!can_span<std::array<float, 4>>::value);
 // Flags combine.
 static_assert(curt::has_flag(curt::pinned_flags::mapped | curt::pinned_flags::portable,
                              curt::pinned_flags::portable));
@@ -219,6 +222,17 @@ TEST_CASE("copies between host ranges of different sizes are refused before CUDA
   std::vector<float> empty_a, empty_b;
   curt::copy(empty_a, empty_b);
   curt::copy(empty_a, empty_b, curt::stream_ref::legacy_default());
+}
+
+TEST_CASE("a subspan of a temporary view is the view's part, bounds-checked") {
+  std::vector<int> v = curt_test::random_ints(10, -1000, 1000);
+  cuda::std::span<const int> part = curt::span(cuda::std::span<const int>(v.data(), v.size()), 3, 4);
+  CHECK(part.data() == v.data() + 3);
+  CHECK(part.size() == 4u);
+  CHECK(part[0] == v[3]);
+  curt_test::require_cuda_error(
+      [&] { (void)curt::span(cuda::std::span<int>(v.data(), v.size()), 8, 4); },
+      cudaErrorInvalidValue, {"range of 10 elements, offset 8, count 4"});
 }
 
 TEST_CASE("subspans are bounds-checked") {

@@ -110,3 +110,25 @@ void check_kept_range(const std::remove_reference_t<R>& range, const char* what)
 }
 
 }  // namespace curt::detail
+
+namespace curt {
+namespace detail {
+// Takes any argument by a conversion, so that the real curt::span overloads, which take theirs
+// as they are, always win where <curt/span.hpp> is included.
+struct span_without_header {
+  template <class Range>
+  span_without_header(Range&&) noexcept {}  // NOLINT: implicit by design
+};
+template <class...>
+inline constexpr bool dependent_false = false;
+}  // namespace detail
+
+/// Without <curt/span.hpp>, curt::span(range[, offset, count]) lands here and says which header
+/// it needs.
+template <class Never = void>
+auto span(detail::span_without_header, ...) {  // deduced: its body, and the assertion, compile
+  static_assert(detail::dependent_false<Never>,
+                "curt::span(range[, offset, count]) needs #include <curt/span.hpp> (which "
+                "includes <cuda/std/span>)");
+}
+}  // namespace curt

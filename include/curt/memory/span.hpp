@@ -7,7 +7,8 @@
 //   curt::copy(curt::span(dst, 0, n), curt::span(src, offset, n), stream);
 //
 // Any contiguous range with data() and size() works (curt's buffers, std::vector, std::array,
-// spans); a const range gives const elements. A temporary gives no span: it would dangle.
+// spans); a const range gives const elements. A temporary view (a span) gives its span; a
+// temporary that owns its elements gives none: it would dangle.
 #pragma once
 
 #include <curt/core/config.hpp>
@@ -39,31 +40,35 @@ using span_of_t = cuda::std::span<range_element_t<Range>>;
 
 }  // namespace detail
 
-/// All elements of `range`.
-template <class Range>
-detail::span_of_t<Range> span(Range& range) {
-  static_assert(detail::has_data_and_size<Range>::value,
+/// All elements of `range`: an lvalue, or a temporary view (a span).
+template <class Range, std::enable_if_t<detail::outlives_call_v<Range&&>, int> = 0>
+detail::span_of_t<std::remove_reference_t<Range>> span(Range&& range) {
+  static_assert(detail::has_data_and_size<std::remove_reference_t<Range>>::value,
                 "curt::span: the range must be contiguous, with data() and size()");
-  return detail::span_of_t<Range>(range.data(), static_cast<std::size_t>(range.size()));
+  detail::check_kept_range<Range>(range, "curt::span(range)");
+  return {range.data(), static_cast<std::size_t>(range.size())};
 }
 
 /// `count` elements of `range` from `offset`; throws a cuda_error naming the numbers when they
 /// do not lie within the range.
-template <class Range>
-detail::span_of_t<Range> span(Range& range, std::size_t offset, std::size_t count) {
-  static_assert(detail::has_data_and_size<Range>::value,
+template <class Range, std::enable_if_t<detail::outlives_call_v<Range&&>, int> = 0>
+detail::span_of_t<std::remove_reference_t<Range>> span(Range&& range, std::size_t offset,
+                                                       std::size_t count) {
+  static_assert(detail::has_data_and_size<std::remove_reference_t<Range>>::value,
                 "curt::span: the range must be contiguous, with data() and size()");
+  detail::check_kept_range<Range>(range, "curt::span(range, offset, count)");
   auto* data = range.data();
   std::size_t size = static_cast<std::size_t>(range.size());
   if (CURT_UNLIKELY(offset > size || count > size - offset))
     detail::throw_subspan(size, offset, count);
-  return detail::span_of_t<Range>(data + offset, count);
+  return {data + offset, count};
 }
 
-/// A span of a temporary would dangle at the end of the statement.
-template <class Range>
-void span(const Range&& range) = delete;
-template <class Range>
-void span(const Range&& range, std::size_t offset, std::size_t count) = delete;
+/// A span of a temporary that owns its elements (a std::vector, a curt buffer) would dangle at
+/// the end of the statement.
+template <class Range, std::enable_if_t<!detail::outlives_call_v<Range&&>, int> = 0>
+void span(Range&& range) = delete;
+template <class Range, std::enable_if_t<!detail::outlives_call_v<Range&&>, int> = 0>
+void span(Range&& range, std::size_t offset, std::size_t count) = delete;
 
 }  // namespace curt
