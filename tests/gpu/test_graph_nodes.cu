@@ -17,6 +17,7 @@
 // g++ 13): assertions live only in TEST_CASE bodies, free functions and lambdas. Device lambdas
 // need an enclosing function nvcc can name: they live in namespace graph_nodes_test.
 #include <catch.hpp>
+#include <cuda/std/span>
 #include <error_recorder.hpp>
 #include <device_array.hpp>
 #include <expect.hpp>
@@ -234,7 +235,40 @@ void update_lambda_node(curt::graph_exec_ref exec, curt::graph_node node, int n,
                            n);
 }
 
+// A kernel node from a device lambda whose parameters are spans, given buffers:
+// out[i] = in[i] * k + add.
+curt::graph_node add_span_lambda_node(curt::graph_ref g, int n,
+                                      const curt::device_buffer<int>& in,
+                                      curt::device_buffer<int>& out, int k, int add) {
+  return curt::add_kernel_node(
+      g, {}, config_for(n),
+      [=] __device__(cuda::std::span<const int> from, cuda::std::span<int> to) {
+        const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < to.size()) to[i] = from[i] * k + add;
+      },
+      in, out);
+}
+
 }  // namespace graph_nodes_test
+
+TEST_CASE("a kernel node from a device lambda taking spans is given curt buffers", "[graph][nodes]") {
+  curt::device d(0);
+  curt::stream s(d);
+  const int n = curt_test::random_ints(1, 3000, 9000)[0];
+  const std::vector<int> x = curt_test::random_ints(static_cast<std::size_t>(n), -1000, 1000);
+  const int k = curt_test::random_ints(1, 2, 9)[0], add = curt_test::random_ints(1, 1, 99)[0];
+  curt::device_buffer<int> in(d, x.size()), out(d, x.size());
+  curt::copy(in, x, s);
+  curt::fill(out, -7777777, s);  // poisoned
+  curt::graph g = curt::graph::create();
+  graph_nodes_test::add_span_lambda_node(g, n, in, out, k, add);
+  curt::graph_exec exec = g.instantiate();
+  exec.launch(s);
+  std::vector<int> back(x.size(), 0);
+  curt::copy(back, out, s);
+  s.synchronize();
+  CHECK(back == curt_test::affine_ref(x, k, add));
+}
 
 TEST_CASE("the same pipeline built node by node and captured gives identical results, the CPU's, "
           "on every launch", "[graph][nodes]") {

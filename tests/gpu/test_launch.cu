@@ -7,11 +7,15 @@
 #include <expect.hpp>
 #include <host_helpers.hpp>
 
+#include <curt/copy.hpp>
 #include <curt/event.hpp>
 #include <curt/green_context.hpp>
 #include <curt/launch.hpp>
+#include <curt/memory.hpp>
 #include <curt/occupancy.hpp>
 #include <curt/stream.hpp>
+
+#include <cuda/std/span>
 
 #include <cooperative_groups.h>
 #include <cuda.h>
@@ -21,6 +25,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <stdexcept>
@@ -359,7 +364,44 @@ void run_device_lambda(curt::stream_ref s, const float* x, float* out, int n, fl
                out, n);
 }
 
+// Buffers handed to a device lambda whose parameters are spans (read-only from a const buffer),
+// and to a generic lambda, which gets the buffer's view itself.
+void run_span_lambdas(curt::stream_ref s, const curt::device_buffer<float>& x,
+                      curt::device_buffer<float>& out, float scale, float offset) {
+  const auto n = static_cast<unsigned>(out.size());
+  const curt::launch_config config(curt::ceil_div(n, 128u), 128);
+  curt::launch(s, config,
+               [=] __device__(cuda::std::span<const float> in, cuda::std::span<float> result) {
+                 const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+                 if (i < result.size()) result[i] = scale * in[i] + offset;
+               },
+               x, out);
+  curt::launch(s, config, [] __device__(auto result) {
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < result.size()) result[i] += 1.0f;
+  }, out);
+}
+
 }  // namespace launch_test
+
+TEST_CASE("a device lambda taking spans is launched with curt buffers") {
+  curt::device dev = test_device();
+  curt::stream s(dev);
+  const int n = random_int(5000, 50000);
+  std::vector<float> x = curt_test::random_floats(std::size_t(n), 1.0f, 2.0f);
+  const float scale = curt_test::random_floats(1, 0.5f, 2.0f)[0];
+  const float offset = curt_test::random_floats(1, 1.0f, 3.0f)[0];
+  curt::device_buffer<float> in(dev, x.size()), out(dev, x.size());
+  curt::copy(in, x, s);
+  curt::fill(out, std::numeric_limits<float>::quiet_NaN(), s);  // poisoned
+  launch_test::run_span_lambdas(s, in, out, scale, offset);
+  std::vector<float> back(x.size(), -1.0f);
+  curt::copy(back, out, s);
+  s.synchronize();
+  std::vector<float> expected(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) expected[i] = scale * x[i] + offset + 1.0f;
+  require_close(back, expected);
+}
 
 TEST_CASE("a __global__ kernel computes saxpy, with converting arguments") {
   curt::device dev = test_device();

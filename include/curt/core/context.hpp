@@ -60,7 +60,8 @@ inline CUcontext primary_context(int ordinal) {
 inline bool primary_context_active(int ordinal) {
   unsigned flags = 0;
   int active = 0;
-  CURT_DETAIL_DRIVER_CALL(cuDevicePrimaryCtxGetState, 7000, driver_device(ordinal), &flags, &active);
+  CURT_DETAIL_DRIVER_CALL(cuDevicePrimaryCtxGetState, 7000, driver_device(ordinal), &flags,
+                          &active);
   return active != 0;
 }
 

@@ -106,7 +106,8 @@ class deferred_work {
       e->stream_gone = true;
       forget_if_done(e);
     }
-    if (kept) report_orphan(std::move(kept), id, "and its stream was destroyed before synchronize()");
+    if (kept)
+      report_orphan(std::move(kept), id, "and its stream was destroyed before synchronize()");
   }
 
   /// Hands an exception nobody can rethrow to the error handler, as a host_function_error.

@@ -249,7 +249,8 @@ class device {
   }
   device_uuid uuid() const {
     device_uuid id;
-    for (int i = 0; i < 16; ++i) id.bytes[i] = static_cast<unsigned char>(properties().uuid.bytes[i]);
+    for (int i = 0; i < 16; ++i)
+      id.bytes[i] = static_cast<unsigned char>(properties().uuid.bytes[i]);
     return id;
   }
   /// "0000:8a:00.0"-style PCI address.
@@ -266,14 +267,17 @@ class device {
   int max_threads_per_multiprocessor() const { return properties().maxThreadsPerMultiProcessor; }
   int max_blocks_per_multiprocessor() const { return properties().maxBlocksPerMultiProcessor; }
   std::array<int, 3> max_block_dims() const {
-    return {properties().maxThreadsDim[0], properties().maxThreadsDim[1], properties().maxThreadsDim[2]};
+    const cudaDeviceProp& p = properties();
+    return {p.maxThreadsDim[0], p.maxThreadsDim[1], p.maxThreadsDim[2]};
   }
   std::array<int, 3> max_grid_dims() const {
     return {properties().maxGridSize[0], properties().maxGridSize[1], properties().maxGridSize[2]};
   }
   std::size_t shared_memory_per_block() const { return properties().sharedMemPerBlock; }
   /// The most dynamic + static shared memory a block can get after opting in.
-  std::size_t max_shared_memory_per_block_optin() const { return properties().sharedMemPerBlockOptin; }
+  std::size_t max_shared_memory_per_block_optin() const {
+    return properties().sharedMemPerBlockOptin;
+  }
   std::size_t shared_memory_per_multiprocessor() const {
     return properties().sharedMemPerMultiprocessor;
   }
@@ -287,7 +291,9 @@ class device {
   bool supports_cluster_launch() const { return attribute<cudaDevAttrClusterLaunch>(); }
   bool supports_memory_pools() const { return properties().memoryPoolsSupported != 0; }
   bool supports_managed_memory() const { return properties().managedMemory != 0; }
-  bool supports_concurrent_managed_access() const { return properties().concurrentManagedAccess != 0; }
+  bool supports_concurrent_managed_access() const {
+    return properties().concurrentManagedAccess != 0;
+  }
   bool supports_stream_priorities() const { return properties().streamPrioritiesSupported != 0; }
   bool is_integrated() const { return properties().integrated != 0; }
 

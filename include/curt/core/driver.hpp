@@ -161,7 +161,8 @@ inline void* find_driver_function(const char* symbol, int cuda_version,
 /// <cudaTypedefs.h>), looked up once per call site; a stream handle of 0 means the default
 /// stream of the calling translation unit (per-thread under --default-stream per-thread).
 #define CURT_DRIVER_FUNCTION(name, version) \
-  CURT_DETAIL_DRIVER_LOOKUP(PFN_##name##_v##version, #name, version, CURT_DETAIL_UNIT_STREAM_FLAVOUR)
+  CURT_DETAIL_DRIVER_LOOKUP(PFN_##name##_v##version, #name, version, \
+                            CURT_DETAIL_UNIT_STREAM_FLAVOUR)
 
 /// Calls a driver function and throws curt::cuda_error (driver_category) when it fails.
 #define CURT_DRIVER_CALL(name, version, ...)                                                \

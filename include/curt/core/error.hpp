@@ -64,7 +64,8 @@ struct status_traits;
 template <class E, class = void>
 struct has_status_traits : std::false_type {};
 template <class E>
-struct has_status_traits<E, std::void_t<decltype(status_traits<E>::category())>> : std::true_type {};
+struct has_status_traits<E, std::void_t<decltype(status_traits<E>::category())>>
+    : std::true_type {};
 
 }  // namespace detail
 
@@ -277,8 +278,9 @@ void check(Status status, const char* call, const char* file, int line) {
                   "<curt/driver.hpp> (this header does not include <cuda.h>)");
     using traits = status_traits<Status>;
     if (CURT_UNLIKELY(static_cast<int>(status) != 0))
-      throw_error<typename traits::error>(std::error_code(static_cast<int>(status), traits::category()),
-                                          call, file, line, [] { return traits::explain(); });
+      throw_error<typename traits::error>(
+          std::error_code(static_cast<int>(status), traits::category()), call, file, line,
+          [] { return traits::explain(); });
   }
 }
 /// The same, naming the call's arguments: check(status, "cudaDeviceGetLimit", {{"limit", which},

@@ -38,7 +38,8 @@ Handle state_handle(handle_state state) noexcept {
   return reinterpret_cast<Handle>(static_cast<std::uintptr_t>(state));
 }
 inline bool is_state_handle(const void* handle) noexcept {
-  return reinterpret_cast<std::uintptr_t>(handle) >= static_cast<std::uintptr_t>(handle_state::freed);
+  return reinterpret_cast<std::uintptr_t>(handle) >=
+         static_cast<std::uintptr_t>(handle_state::freed);
 }
 
 /// Throws the error for using `owner` ("curt::stream", "curt::device_buffer<float>") that holds
@@ -86,9 +87,9 @@ class shared_state {
 
 /// The owner half of every curt owner. `Ref` holds the native handle in a protected `handle_`
 /// and checks it with a protected `native(operation)`; Traits::destroy(Ref&, State&) frees a
-/// handle the owner holds (what it throws, a driver lookup failing at exit, is reported). `State` is what only the owner keeps (moved along, reset to
-/// State() in the source); an owner with state also has Traits::release(State&), called when
-/// the handle is handed over to the caller.
+/// handle the owner holds (what it throws, a driver lookup failing at exit, is reported). `State`
+/// is what only the owner keeps (moved along, reset to State() in the source); an owner with state
+/// also has Traits::release(State&), called when the handle is handed over to the caller.
 template <class Ref, class Traits, class State = no_state>
 class unique_handle : public Ref {
   using handle_type = decltype(std::declval<Ref&>().get());

@@ -1,5 +1,5 @@
-// curt/execution/cccl.hpp: curt streams as CCCL's cuda::stream_ref. Separate from stream.hpp so that only
-// translation units that use CCCL pay for its headers.
+// curt/execution/cccl.hpp: curt streams as CCCL's cuda::stream_ref. Separate from stream.hpp so
+// that only translation units that use CCCL pay for its headers.
 //   cuda::stream_ref r = stream.cccl();     curt::stream_ref s = r;   // (implicit, any header)
 #pragma once
 

@@ -50,12 +50,10 @@ int on_stream(cudaStream_t stream, Call&& call) {
 
 /// Throws for a driver call that failed with `result`, in the runtime's category (same number).
 template <class Explain = const char*>
-void check_runtime(int result, const char* call, const char* file, int line,
-                   Explain explain = "") {
+void check_runtime(int result, const char* call, const char* file, int line, Explain explain = "") {
   if (CURT_UNLIKELY(result != 0))
     throw_error(make_error_code(static_cast<cudaError_t>(result)), call, file, line, explain);
 }
-
 
 }  // namespace detail
 
@@ -63,8 +61,8 @@ void check_runtime(int result, const char* call, const char* file, int line,
 class event_ref {
  public:
   event_ref(cudaEvent_t handle) noexcept : handle_(handle) {}  // NOLINT: implicit by design
-  event_ref(int) = delete;             ///< 0 is not an event
-  event_ref(std::nullptr_t) = delete;  ///< nor is nullptr
+  event_ref(int) = delete;                                     ///< 0 is not an event
+  event_ref(std::nullptr_t) = delete;                          ///< nor is nullptr
 
   /// The native handle; throws when this refers to an empty, moved-from or released owner.
   cudaEvent_t get() const { return native("get()"); }
@@ -76,7 +74,9 @@ class event_ref {
   /// calling translation unit, as for stream_ref.
   template <bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
   void record(cudaStream_t stream) const {
-    cudaStream_t target = stream ? stream : PerThreadDefault ? cudaStreamPerThread : cudaStreamLegacy;
+    cudaStream_t target = stream             ? stream
+                          : PerThreadDefault ? cudaStreamPerThread
+                                             : cudaStreamLegacy;
     cudaEvent_t e = native("record()");
     int result = detail::on_stream(
         target, [&] { return CURT_DETAIL_DRIVER_FUNCTION(cuEventRecord, 2000)(e, target); });
@@ -84,8 +84,9 @@ class event_ref {
   }
   /// Blocks until the captured work is done.
   void synchronize() const {
-    detail::check_runtime(CURT_DETAIL_DRIVER_FUNCTION(cuEventSynchronize, 2000)(native("synchronize()")),
-                          "cuEventSynchronize(event)", __FILE__, __LINE__);
+    detail::check_runtime(
+        CURT_DETAIL_DRIVER_FUNCTION(cuEventSynchronize, 2000)(native("synchronize()")),
+        "cuEventSynchronize(event)", __FILE__, __LINE__);
     detail::deferred().drain();
   }
   /// True when the captured work is done (or nothing was recorded).
@@ -121,8 +122,9 @@ class event_ref {
                           int ordinal = -1;
                           std::string why;
                           if (result != cudaErrorInvalidResourceHandle) return why;
-                          why = "an event can be recorded only on a stream of the device and "
-                                "context it was created in";
+                          why =
+                              "an event can be recorded only on a stream of the device and "
+                              "context it was created in";
                           detail::context_scope in(detail::for_stream, stream);
                           if (cudaStreamGetDevice(stream, &ordinal) == cudaSuccess)
                             why += "; this stream is on device " + std::to_string(ordinal);

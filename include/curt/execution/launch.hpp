@@ -1,4 +1,5 @@
-// curt/execution/launch.hpp: kernel launch through cudaLaunchKernelEx with a named launch configuration.
+// curt/execution/launch.hpp: kernel launch through cudaLaunchKernelEx with a named launch
+// configuration.
 //
 //   curt::launch(stream, curt::launch_config(grid, block).cluster_dims(2), kernel, args...);
 //   curt::launch(stream, config, [=] __device__ (int n) { ... }, n);  // nvcc --extended-lambda
@@ -26,7 +27,7 @@
 #include <cuda_runtime_api.h>
 
 #if defined(__GNUC__) || defined(__clang__)
-#  include <cxxabi.h>
+#include <cxxabi.h>
 #endif
 
 #include <array>
@@ -82,8 +83,14 @@ class launch_config {
   launch_config(dim3 grid, dim3 block, std::size_t dynamic_shared_memory = 0) noexcept
       : grid_(grid), block_(block), dynamic_shared_memory_(dynamic_shared_memory) {}
 
-  launch_config& grid(dim3 blocks) noexcept { grid_ = blocks; return *this; }
-  launch_config& block(dim3 threads) noexcept { block_ = threads; return *this; }
+  launch_config& grid(dim3 blocks) noexcept {
+    grid_ = blocks;
+    return *this;
+  }
+  launch_config& block(dim3 threads) noexcept {
+    block_ = threads;
+    return *this;
+  }
   launch_config& dynamic_shared_memory(std::size_t bytes) noexcept {
     dynamic_shared_memory_ = bytes;
     return *this;
@@ -244,7 +251,8 @@ std::string describe_launch(const Config& config, const void* kernel) {
     const cudaLaunchAttribute& a = config.attrs[i];
     switch (a.id) {
       case cudaLaunchAttributeClusterDimension:
-        text += ", cluster " + dims_text(dim3(a.val.clusterDim.x, a.val.clusterDim.y, a.val.clusterDim.z));
+        text += ", cluster " +
+                dims_text(dim3(a.val.clusterDim.x, a.val.clusterDim.y, a.val.clusterDim.z));
         break;
       case cudaLaunchAttributePreferredClusterDimension:
         text += ", preferred cluster " +
@@ -255,7 +263,8 @@ std::string describe_launch(const Config& config, const void* kernel) {
         if (a.val.cooperative) text += ", cooperative";
         break;
       case cudaLaunchAttributeProgrammaticStreamSerialization:
-        if (a.val.programmaticStreamSerializationAllowed) text += ", programmatic stream serialization";
+        if (a.val.programmaticStreamSerializationAllowed)
+          text += ", programmatic stream serialization";
         break;
       case cudaLaunchAttributePriority:
         text += ", priority " + std::to_string(a.val.priority);
@@ -270,8 +279,8 @@ std::string describe_launch(const Config& config, const void* kernel) {
         text += ", memory sync domain " + std::to_string(static_cast<int>(a.val.memSyncDomain));
         break;
       case cudaLaunchAttributeAccessPolicyWindow:
-        text += ", access policy window of " +
-                std::to_string(a.val.accessPolicyWindow.num_bytes) + " B";
+        text += ", access policy window of " + std::to_string(a.val.accessPolicyWindow.num_bytes) +
+                " B";
         break;
       case cudaLaunchAttributePreferredSharedMemoryCarveout:
         text += ", shared memory carveout " + std::to_string(a.val.sharedMemCarveout) + "%";
@@ -384,7 +393,8 @@ std::string explain_launch_failure(const Config& config, const void* kernel) {
 }
 
 template <class Config>
-[[noreturn]] CURT_COLD void throw_launch_error(int result, const Config& config, const void* kernel) {
+[[noreturn]] CURT_COLD void throw_launch_error(int result, const Config& config,
+                                               const void* kernel) {
   throw_error(make_error_code(static_cast<cudaError_t>(result)), describe_launch(config, kernel),
               __FILE__, __LINE__, [&]() -> std::string {
                 (void)cudaGetLastError();  // the diagnosis calls the runtime: start clean
@@ -401,12 +411,13 @@ inline int launch_native(const cudaLaunchConfig_t& config, const void* kernel, v
   cudaKernel_t handle = nullptr;
   if (cudaError_t status = cudaGetKernel(&handle, kernel); CURT_UNLIKELY(status != cudaSuccess))
     return status;
-  const driver_fn::launch_config native{config.gridDim.x,  config.gridDim.y,  config.gridDim.z,
-                                        config.blockDim.x, config.blockDim.y, config.blockDim.z,
-                                        static_cast<unsigned>(config.dynamicSmemBytes),
-                                        config.stream,     config.attrs,      config.numAttrs};
+  const dim3 g = config.gridDim, b = config.blockDim;
+  const driver_fn::launch_config native{
+      g.x, g.y, g.z, b.x, b.y, b.z, static_cast<unsigned>(config.dynamicSmemBytes),
+      config.stream, config.attrs, config.numAttrs};
   return on_stream(config.stream, [&] {
-    return CURT_DETAIL_DRIVER_FUNCTION(cuLaunchKernelEx, 11060)(&native, handle, arguments, nullptr);
+    return CURT_DETAIL_DRIVER_FUNCTION(cuLaunchKernelEx, 11060)(&native, handle, arguments,
+                                                                nullptr);
   });
 }
 
@@ -420,8 +431,9 @@ constexpr bool check_argument() {
 
 template <class ParamTuple, class ArgTuple, std::size_t... I>
 constexpr bool check_arguments(std::index_sequence<I...>) {
-  return (check_argument<I, std::tuple_element_t<I, ParamTuple>,
-                         std::tuple_element_t<I, ArgTuple>>() && ...);
+  return (
+      check_argument<I, std::tuple_element_t<I, ParamTuple>, std::tuple_element_t<I, ArgTuple>>() &&
+      ...);
 }
 
 template <class... Params, class... Args, std::size_t... I>
@@ -454,6 +466,25 @@ inline void launch(stream_ref stream, const launch_config& config, void (*kernel
   }
 }
 
+namespace detail {
+// What a functor's kernel takes for an argument: its value, or for a curt owner of memory (which
+// names its kernel_view) a view of the elements, which the functor's span parameter takes.
+template <class A, class = void>
+struct kernel_argument {
+  using type = std::decay_t<A>;
+};
+template <class A>
+struct kernel_argument<A, std::void_t<typename std::decay_t<A>::kernel_view>> {
+  static_assert(std::is_lvalue_reference_v<A>,
+                "curt::launch: a temporary buffer gives the kernel no view of its elements: it is "
+                "freed at the end of the statement, before the kernel runs; give it a name");
+  using element = std::remove_reference_t<decltype(*std::declval<A>().data())>;
+  using type = typename std::decay_t<A>::kernel_view::template rebind<element>;
+};
+template <class A>
+using kernel_argument_t = typename kernel_argument<A>::type;
+}  // namespace detail
+
 #if defined(__CUDACC__)
 
 namespace detail {
@@ -467,11 +498,12 @@ __global__ void functor_kernel(Function function, Args... args) {
 }  // namespace detail
 
 /// The __global__ function curt launches for a functor of type Function with arguments of these
-/// types (decayed), for occupancy queries and kernel attributes. Prefer kernel_for(), which
-/// deduces the types from the very values the launch passes.
+/// types (decayed; a curt buffer becomes a view of its elements), for occupancy queries and
+/// kernel attributes. Prefer kernel_for(), which deduces the types from the very values the
+/// launch passes.
 template <class Function, class... Args>
 constexpr auto functor_kernel() noexcept {
-  return &detail::functor_kernel<std::decay_t<Function>, std::decay_t<Args>...>;
+  return &detail::functor_kernel<std::decay_t<Function>, detail::kernel_argument_t<Args>...>;
 }
 
 /// The __global__ function that curt::launch(stream, config, function, args...) launches, from
@@ -489,8 +521,9 @@ template <class Function, class... Args,
                            int> = 0>
 inline void launch(stream_ref stream, const launch_config& config, Function&& function,
                    Args&&... args) {
-  launch(stream, config, kernel_for(function, args...), std::forward<Function>(function),
-         std::forward<Args>(args)...);
+  // (kernel_for only reads the arguments' types: forwarding them twice moves nothing.)
+  launch(stream, config, kernel_for(function, std::forward<Args>(args)...),
+         std::forward<Function>(function), std::forward<Args>(args)...);
 }
 
 #endif  // __CUDACC__

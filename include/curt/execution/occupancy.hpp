@@ -24,7 +24,7 @@ inline void set_kernel_attribute(device d, const void* kernel, cudaFuncAttribute
                                  int value, const char* what) {
   device_guard guard(d);
   check(cudaFuncSetAttribute(kernel, attribute, value), "cudaFuncSetAttribute",
-             {"kernel", {what, value}, {"device", d.ordinal()}}, __FILE__, __LINE__);
+        {"kernel", {what, value}, {"device", d.ordinal()}}, __FILE__, __LINE__);
 }
 }  // namespace detail
 
@@ -76,14 +76,14 @@ int max_active_blocks_per_multiprocessor(device d, void (*kernel)(Params...), in
                                          std::size_t dynamic_shared_memory = 0) {
   device_guard guard(d);
   int blocks = 0;
-  detail::check(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, detail::kernel_address(kernel),
-                                                    block_threads, dynamic_shared_memory),
-      "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
-      {"kernel", {"threads", block_threads},
-       {"bytes of dynamic shared memory", static_cast<long long>(dynamic_shared_memory)},
-       {"device", d.ordinal()}},
-      __FILE__, __LINE__);
+  detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &blocks, detail::kernel_address(kernel), block_threads, dynamic_shared_memory),
+                "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+                {"kernel",
+                 {"threads", block_threads},
+                 {"bytes of dynamic shared memory", static_cast<long long>(dynamic_shared_memory)},
+                 {"device", d.ordinal()}},
+                __FILE__, __LINE__);
   return blocks;
 }
 
@@ -109,12 +109,12 @@ int max_active_clusters(device d, void (*kernel)(Params...), const launch_config
   device_guard guard(d);
   int clusters = 0;
   cudaLaunchConfig_t native = config.native(nullptr);
-  detail::check(
-      cudaOccupancyMaxActiveClusters(&clusters, detail::kernel_address(kernel), &native),
-      "cudaOccupancyMaxActiveClusters",
-      {"kernel", {"block threads", static_cast<long long>(detail::volume(config.block_dims()))},
-       {"device", d.ordinal()}},
-      __FILE__, __LINE__);
+  detail::check(cudaOccupancyMaxActiveClusters(&clusters, detail::kernel_address(kernel), &native),
+                "cudaOccupancyMaxActiveClusters",
+                {"kernel",
+                 {"block threads", static_cast<long long>(detail::volume(config.block_dims()))},
+                 {"device", d.ordinal()}},
+                __FILE__, __LINE__);
   return clusters;
 }
 
@@ -122,7 +122,8 @@ int max_active_clusters(device d, void (*kernel)(Params...), const launch_config
 template <class... Params>
 unsigned grid_to_fill_device(device d, void (*kernel)(Params...), int block_threads,
                              std::size_t dynamic_shared_memory = 0) {
-  int per_sm = max_active_blocks_per_multiprocessor(d, kernel, block_threads, dynamic_shared_memory);
+  int per_sm =
+      max_active_blocks_per_multiprocessor(d, kernel, block_threads, dynamic_shared_memory);
   if (per_sm == 0)
     detail::raise(cudaErrorInvalidConfiguration,
                   "curt::grid_to_fill_device(" + std::to_string(block_threads) + " threads, " +

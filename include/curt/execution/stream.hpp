@@ -66,8 +66,8 @@ struct is_cccl_stream_ref<R, std::void_t<decltype(std::declval<const R&>().wait(
 // A wait (synchronize, query) that CUDA refused because a capture is in progress: says so.
 inline void check_wait(int result, const char* call, const char* file, int line) {
   if (CURT_LIKELY(result == 0)) return;
-  const bool capturing = result == cudaErrorStreamCaptureUnsupported ||
-                         result == cudaErrorStreamCaptureImplicit;
+  const bool capturing =
+      result == cudaErrorStreamCaptureUnsupported || result == cudaErrorStreamCaptureImplicit;
   check_runtime(result, call, file, line,
                 capturing ? "the stream is being captured (or a capture in global mode is in "
                             "progress elsewhere): CUDA refuses to wait during a capture and "
@@ -96,8 +96,8 @@ inline CUcontext context_of(cudaStream_t stream, const char* call = "cuStreamGet
 inline cudaEvent_t make_wait_event(cudaStream_t stream) {
   context_scope in(context_of(stream, "cuStreamGetCtx(the stream waited on)"));
   cudaEvent_t e = nullptr;
-  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags(wait event)",
-        __FILE__, __LINE__);
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
+        "cudaEventCreateWithFlags(wait event)", __FILE__, __LINE__);
   return e;
 }
 
@@ -142,18 +142,20 @@ class stream_ref {
   /// Waits for all work on the stream, then rethrows an exception a host function on it threw.
   void synchronize() const {
     cudaStream_t h = native("synchronize()");
-    detail::check_wait(detail::on_stream(h, [h] {
-                         return CURT_DETAIL_DRIVER_FUNCTION(cuStreamSynchronize, 2000)(h);
-                       }),
-                       "cuStreamSynchronize(stream)", __FILE__, __LINE__);
-    std::exception_ptr error = detail::deferred().has_errors() ? detail::deferred().take(id()) : nullptr;
+    detail::check_wait(
+        detail::on_stream(
+            h, [h] { return CURT_DETAIL_DRIVER_FUNCTION(cuStreamSynchronize, 2000)(h); }),
+        "cuStreamSynchronize(stream)", __FILE__, __LINE__);
+    std::exception_ptr error =
+        detail::deferred().has_errors() ? detail::deferred().take(id()) : nullptr;
     detail::deferred().drain();
     if (error) std::rethrow_exception(error);
   }
   /// True when all work on the stream is done.
   bool ready() const {
     cudaStream_t h = native("ready()");
-    int result = detail::on_stream(h, [h] { return CURT_DETAIL_DRIVER_FUNCTION(cuStreamQuery, 2000)(h); });
+    int result =
+        detail::on_stream(h, [h] { return CURT_DETAIL_DRIVER_FUNCTION(cuStreamQuery, 2000)(h); });
     detail::deferred().drain();
     if (result == cudaErrorNotReady) return false;
     detail::check_wait(result, "cuStreamQuery(stream)", __FILE__, __LINE__);
@@ -164,10 +166,10 @@ class stream_ref {
   void wait(event_ref e) const {
     cudaStream_t h = native("wait(event)");
     cudaEvent_t event = e.get();
-    detail::check_runtime(detail::on_stream(h, [&] {
-                            return CURT_DETAIL_DRIVER_FUNCTION(cuStreamWaitEvent, 3020)(h, event, 0);
-                          }),
-                          "cuStreamWaitEvent(stream, event)", __FILE__, __LINE__);
+    detail::check_runtime(
+        detail::on_stream(
+            h, [&] { return CURT_DETAIL_DRIVER_FUNCTION(cuStreamWaitEvent, 3020)(h, event, 0); }),
+        "cuStreamWaitEvent(stream, event)", __FILE__, __LINE__);
   }
   /// Later work on this stream waits for all work submitted to `other` so far: an event is
   /// recorded on `other` and waited for. A curt::stream owner keeps its own event for that, so
@@ -237,8 +239,8 @@ class stream_ref {
   /// invalidated and not yet ended (curt::capture_info(stream).status tells the three apart).
   bool is_capturing() const {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    return query(cudaStreamIsCapturing, status, "is_capturing()", "cudaStreamIsCapturing(stream)") ==
-           cudaStreamCaptureStatusActive;
+    return query(cudaStreamIsCapturing, status, "is_capturing()",
+                 "cudaStreamIsCapturing(stream)") == cudaStreamCaptureStatusActive;
   }
 
   /// How a thread waits in synchronize(): spin, yield or block.
@@ -258,7 +260,8 @@ class stream_ref {
   }
   access_policy_window get_access_policy_window() const {
     return access_policy_window::from_native(
-        attribute(cudaStreamAttributeAccessPolicyWindow, "access policy window").accessPolicyWindow);
+        attribute(cudaStreamAttributeAccessPolicyWindow, "access policy window")
+            .accessPolicyWindow);
   }
   /// Removes the access-policy window (an empty window).
   void reset_access_policy_window() const { set_access_policy_window(access_policy_window{}); }
@@ -279,7 +282,8 @@ class stream_ref {
     set_attribute(cudaStreamAttributeMemSyncDomainMap, value, "memory sync domain map");
   }
   cudaLaunchMemSyncDomainMap memory_sync_domain_map() const {
-    return attribute(cudaStreamAttributeMemSyncDomainMap, "memory sync domain map").memSyncDomainMap;
+    return attribute(cudaStreamAttributeMemSyncDomainMap, "memory sync domain map")
+        .memSyncDomainMap;
   }
 
   /// Same stream handle. Refs of owners that hold no stream compare by their state.
@@ -315,7 +319,8 @@ class stream_ref {
     detail::check(function(h, &value), call, __FILE__, __LINE__);
     return value;
   }
-  void set_attribute(cudaStreamAttrID id, const cudaStreamAttrValue& value, const char* what) const {
+  void set_attribute(cudaStreamAttrID id, const cudaStreamAttrValue& value,
+                     const char* what) const {
     cudaStream_t h = native("set_attribute()");
     detail::context_scope in(detail::for_stream, h);
     detail::check(cudaStreamSetAttribute(h, id, &value), "cudaStreamSetAttribute", {"stream", what},
@@ -354,13 +359,11 @@ class stream_ref {
     cudaStream_t source = other.native("wait(stream) (the stream waited on)");
     if (source == self) return;
     cudaEvent_t e = kept ? kept : detail::make_wait_event(source);
-    int result = detail::on_stream(source, [&] {
-      return CURT_DETAIL_DRIVER_FUNCTION(cuEventRecord, 2000)(e, source);
-    });
+    int result = detail::on_stream(
+        source, [&] { return CURT_DETAIL_DRIVER_FUNCTION(cuEventRecord, 2000)(e, source); });
     if (result == 0)
-      result = detail::on_stream(self, [&] {
-        return CURT_DETAIL_DRIVER_FUNCTION(cuStreamWaitEvent, 3020)(self, e, 0);
-      });
+      result = detail::on_stream(
+          self, [&] { return CURT_DETAIL_DRIVER_FUNCTION(cuStreamWaitEvent, 3020)(self, e, 0); });
     if (!kept)
       detail::report(CURT_DETAIL_DRIVER_FUNCTION(cuEventDestroy, 4000)(e),
                      "cuEventDestroy(wait event)", __FILE__, __LINE__);
@@ -393,7 +396,8 @@ inline stream adopt_stream(cudaStream_t handle, shared_state* hold);
 
 /// An owning stream. Move-only; destroying it does not wait for its work (CUDA frees the stream
 /// once that work is done).
-class stream : public detail::unique_handle<stream_ref, detail::stream_traits, detail::stream_state> {
+class stream
+    : public detail::unique_handle<stream_ref, detail::stream_traits, detail::stream_state> {
   using base = detail::unique_handle<stream_ref, detail::stream_traits, detail::stream_state>;
 
  public:
@@ -405,11 +409,11 @@ class stream : public detail::unique_handle<stream_ref, detail::stream_traits, d
     check_priority(d, priority);
     device_guard guard(d);
     cudaStream_t created = nullptr;
-    detail::check(cudaStreamCreateWithPriority(&created, static_cast<unsigned>(flags), priority),
-                  "cudaStreamCreateWithPriority",
-                  {{"flags", static_cast<unsigned>(flags)}, {"priority", priority},
-                   {"device", d.ordinal()}},
-                  __FILE__, __LINE__);
+    detail::check(
+        cudaStreamCreateWithPriority(&created, static_cast<unsigned>(flags), priority),
+        "cudaStreamCreateWithPriority",
+        {{"flags", static_cast<unsigned>(flags)}, {"priority", priority}, {"device", d.ordinal()}},
+        __FILE__, __LINE__);
     own(created);
   }
   /// A stream of `d` with `priority` and the default flags (non-blocking).

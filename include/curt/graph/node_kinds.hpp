@@ -412,7 +412,8 @@ CURT_COLD inline std::string instantiate_result_reason(cudaGraphInstantiateResul
 }
 CURT_COLD inline std::string update_result_name(cudaGraphExecUpdateResult result) {
   const auto i = static_cast<std::size_t>(result);
-  return i < (sizeof update_results / sizeof *update_results) ? std::string("cudaGraphExecUpdate") + update_results[i].name
+  return i < (sizeof update_results / sizeof *update_results)
+             ? std::string("cudaGraphExecUpdate") + update_results[i].name
                                        : "an unknown cudaGraphExecUpdateResult";
 }
 CURT_COLD inline std::string update_result_reason(cudaGraphExecUpdateResult result) {

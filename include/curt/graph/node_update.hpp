@@ -92,7 +92,7 @@ template <class Function, class... Args,
                            int> = 0>
 void update_kernel_node(graph_exec_ref exec, graph_node node, const launch_config& config,
                         Function&& function, Args&&... args) {
-  update_kernel_node(exec, node, config, kernel_for(function, args...),
+  update_kernel_node(exec, node, config, kernel_for(function, std::forward<Args>(args)...),
                      std::forward<Function>(function), std::forward<Args>(args)...);
 }
 #endif

@@ -222,7 +222,7 @@ template <class Function, class... Args,
                            int> = 0>
 graph_node add_kernel_node(graph_ref g, const node_dependencies& dependencies,
                            const launch_config& config, Function&& function, Args&&... args) {
-  return add_kernel_node(g, dependencies, config, kernel_for(function, args...),
+  return add_kernel_node(g, dependencies, config, kernel_for(function, std::forward<Args>(args)...),
                          std::forward<Function>(function), std::forward<Args>(args)...);
 }
 #endif

@@ -97,6 +97,8 @@ class memory_span {
   using pointer = T*;
   using const_pointer = const T*;
   using place_type = typename Kind::place;
+  /// What a functor launched with this owner receives (execution/launch.hpp).
+  using kernel_view = element_view<T>;
 
   /// The elements; throws when the owner holds no memory. Null for a buffer of 0 elements.
   T* data() { return native("data()"); }

@@ -35,6 +35,29 @@ struct is_span_like_of<S, T, std::void_t<typename S::element_type>>
 template <class S, class T>
 using span_like_of = std::enable_if_t<is_span_like_of<S, T>::value, int>;
 
+/// What a kernel launched from a functor or device lambda receives for a curt buffer
+/// (curt::launch, kernel nodes): its elements, handed to the functor as the span-like view it
+/// takes (cuda::std::span, std::span, ...). Only a view: no data() (which would make it a range
+/// to span's own constructors too), but indexing and size() for a generic lambda.
+template <class T>
+class element_view {
+ public:
+  using element_type = T;
+  template <class U>
+  using rebind = element_view<U>;
+  constexpr element_view(T* data, std::size_t size) noexcept : data_(data), size_(size) {}
+  template <class S, std::enable_if_t<is_span_like_of<S, T>::value, int> = 0>
+  CURT_HOST_DEVICE operator S() const {  // NOLINT: implicit by design
+    return S(data_, size_);
+  }
+  CURT_HOST_DEVICE T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  CURT_HOST_DEVICE std::size_t size() const noexcept { return size_; }
+
+ private:
+  T* data_;
+  std::size_t size_;
+};
+
 template <class R, class = void>
 struct has_data_and_size : std::false_type {};
 template <class R>
