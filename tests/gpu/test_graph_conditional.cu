@@ -120,6 +120,14 @@ __global__ void count_pass(int* passes, int limit, curt::conditional_handle loop
   curt::set_condition(loop, p < limit ? 1u : 0u);
 }
 
+// A pass of a WHILE loop that stops after `limit`.
+__global__ void count_to(int* passes, int limit, curt::conditional_handle loop) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  const int p = *passes + 1;
+  *passes = p;
+  curt::set_condition(loop, p < limit ? 1u : 0u);
+}
+
 // The IF's body: notes the pass it ran in.
 __global__ void note_pass(const int* passes, int* noted, int* trace) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
@@ -451,6 +459,29 @@ TEST_CASE("a SWITCH node runs body n for condition n, and none for a value out o
             (i == value ? affine_ref(in, static_cast<int>(i) + 2, 10 * static_cast<int>(i))
                         : poisoned(n)));
     }
+  }
+}
+
+// Without cudaGraphCondAssignDefault a handle starts a launch with what the last one left: a
+// WHILE loop that ended left 0, and the next launch ran no pass at all.
+TEST_CASE("a handle's default value starts every launch, no flag needed",
+          "[graph][conditional][no-initcheck]") {
+  curt::device d(0);
+  curt::stream s(d);
+  const int limit = curt_test::random_ints(1, 3, 40)[0];
+  device_array<int> passes(1);
+  curt::graph g = curt::graph::create();
+  curt::graph_node reset = curt::add_memset_node(g, {}, all_of(passes), 0);
+  curt::conditional_handle more = curt::conditional_handle::create(g, 1);
+  curt::conditional_node loop = curt::add_while_node(g, {reset}, more);
+  curt::add_kernel_node(loop.body(), {}, one_thread, count_to, passes.get(), limit, more);
+  curt::graph_exec exec = g.instantiate();
+  for (int launch = 0; launch < 3; ++launch) {
+    INFO("launch " << launch << " of a loop of " << limit << " passes");
+    passes.poison();
+    exec.launch(s);
+    s.synchronize();
+    CHECK(passes.download()[0] == limit);
   }
 }
 

@@ -1,8 +1,7 @@
 // curt/graph/conditional.hpp: conditional nodes (IF, IF/ELSE, WHILE, SWITCH), their handles, and
 // the device-side call that sets a condition: work decided on the device, no host round trip.
 //
-//   curt::conditional_handle more = curt::conditional_handle::create(
-//       g, 1, curt::conditional_flags::assign_default);     // 1 at the start of every launch
+//   curt::conditional_handle more = curt::conditional_handle::create(g, 1);  // 1 at every start
 //   curt::conditional_node loop = curt::add_while_node(g, {init}, more);
 //   curt::add_kernel_node(loop.body(), {}, config, step_and_check, x, more);
 //   //   in step_and_check, from one thread: curt::set_condition(more, residual > tolerance);
@@ -17,10 +16,12 @@
 
 namespace curt {
 
-/// How a conditional handle's value starts each launch of its graph.
+/// How a conditional handle's value starts each launch of its graph: always with its default
+/// value (curt asks CUDA to assign it whatever the flags say; assign_default is kept for code
+/// that names it).
 enum class conditional_flags : unsigned {
-  none = 0,                                     ///< undefined: work before the node sets it
-  assign_default = cudaGraphCondAssignDefault,  ///< the default value
+  none = 0,
+  assign_default = cudaGraphCondAssignDefault,
 };
 /// The value a conditional node reads, which kernels set with curt::set_condition (never freed).
 class conditional_handle {
@@ -55,10 +56,13 @@ class conditional_handle {
   }
 
  private:
+  // CUDA assigns the default value only when asked (cudaGraphCondAssignDefault); without it a
+  // node starts each launch with whatever the last one left (a WHILE loop that ended: 0). curt
+  // always asks: a default value given is one that takes effect.
   static conditional_handle make(cudaGraph_t graph, unsigned default_value,
                                  conditional_flags flags) {
     cudaGraphConditionalHandle handle = 0;
-    const auto native_flags = static_cast<unsigned>(flags);
+    const auto native_flags = static_cast<unsigned>(flags) | cudaGraphCondAssignDefault;
     detail::check(
         cudaGraphConditionalHandleCreate(&handle, graph, default_value, native_flags),
         "cudaGraphConditionalHandleCreate",
