@@ -574,3 +574,37 @@ TEST_CASE("an async_buffer of device 1's default stream, destroyed on a thread w
   for (int v : second_back) overwritten += v != marker;
   CHECK(overwritten == 0);
 }
+
+namespace {
+__global__ void set_doubles(double* data, int n, double value) {
+  int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) data[i] = value;
+}
+std::vector<double> download_doubles(const curt::device_buffer<double>& b, curt::stream_ref s) {
+  std::vector<double> out(b.size(), -1.0);
+  curt::copy(out, b, s);
+  s.synchronize();
+  return out;
+}
+}  // namespace
+
+// With device 0's primary context current (the state after any raw runtime call), curt::fill's
+// kernel on a device-1 stream runs there, as curt::launch does (the runtime refuses a launch on
+// a stream that is not the current device's).
+TEST_CASE("fill of a value no memset writes, on a device-1 stream while device 0 is current") {
+  const int n = 4099;
+  const double value = 1.5 + curt_test::random_ints(1, 1, 1000)[0];
+  curt::device d1(1);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  REQUIRE(cudaFree(nullptr) == cudaSuccess);
+  curt::stream s1(d1);
+  curt::device_buffer<double> launched(d1, n), filled(d1, n);
+  curt::launch(s1, curt::launch_config(dim3((n + 255) / 256), dim3(256)), set_doubles,
+               launched.data(), n, value);
+  CHECK(download_doubles(launched, s1) == std::vector<double>(n, value));
+  curt::fill(filled, value, s1);
+  CHECK(download_doubles(filled, s1) == std::vector<double>(n, value));
+  int current = -1;
+  REQUIRE(cudaGetDevice(&current) == cudaSuccess);
+  CHECK(current == 0);
+}

@@ -8,10 +8,12 @@
 // Destinations are poisoned first (0xFF bytes) and compared with fresh random inputs.
 #include <catch.hpp>
 #include <expect.hpp>
+#include <isolation.hpp>
 
 #include "page_array.hpp"
 
 #include <curt/copy.hpp>
+#include <curt/detail/driver.hpp>
 #include <curt/device.hpp>
 #include <curt/memory.hpp>
 #include <curt/pitched.hpp>
@@ -485,4 +487,48 @@ TEST_CASE("pointer attributes tell every kind of memory, its device and its pool
   CHECK(info.pool == default_pool);
   REQUIRE(cudaFreeAsync(from_pool, s.get()) == cudaSuccess);
   s.synchronize();
+}
+
+namespace {
+std::vector<double> download_doubles(const curt::device_buffer<double>& b, curt::stream_ref s) {
+  std::vector<double> out(b.size(), -1.0);
+  curt::copy(out, b, s);
+  s.synchronize();
+  return out;
+}
+}  // namespace
+
+// A fill no memset can write runs curt's kernel: in the stream's own context, as curt::launch,
+// also while another context of the device (a user's) is current. (It was a runtime launch in
+// the current context.)
+TEST_CASE("fill of a value no memset writes runs in the stream's context, another one current") {
+  const std::size_t n = 1025 + static_cast<std::size_t>(curt_test::random_ints(1, 0, 999)[0]);
+  const double value = 1.5 + curt_test::random_ints(1, 1, 1000)[0];  // 8 bytes that differ
+  curt::device d0(0);
+  std::string thrown, setup;
+  std::vector<double> filled_back;
+  curt_test::on_fresh_thread([&] {
+    if (curt_test::current_context() != nullptr) {
+      setup = "the fresh thread had a context";
+      return;
+    }
+    curt::stream s(d0);                         // in device 0's primary context P
+    curt::device_buffer<double> filled(d0, n);  // in P too
+    {
+      curt_test::user_context u(0);  // U current from here on
+      try {
+        curt::fill(filled, value, s);
+      } catch (const std::exception& e) {
+        thrown = e.what();
+      }
+      if (curt_test::current_context() != u.get()) setup = "U did not stay current";
+      CUcontext popped = nullptr;
+      CURT_DRIVER_CALL(cuCtxPopCurrent, 4000, &popped);
+    }
+    if (thrown.empty()) filled_back = download_doubles(filled, s);
+  });
+  REQUIRE(setup.empty());
+  INFO("curt::fill threw: " << thrown);
+  REQUIRE(thrown.empty());
+  CHECK(filled_back == std::vector<double>(n, value));
 }

@@ -15,6 +15,7 @@
 
 #include <curt/core/context.hpp>
 #include <curt/core/error.hpp>
+#include <curt/execution/launch.hpp>
 #include <curt/execution/stream.hpp>
 #include <curt/memory/range.hpp>
 
@@ -93,15 +94,6 @@ __global__ void fill_kernel(T* data, std::size_t count, T value) {
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride)
     data[i] = value;
-}
-
-template <class T>
-cudaError_t launch_fill_kernel(T* data, std::size_t count, T value, cudaStream_t stream) {
-  std::size_t blocks = (count + 255) / 256;
-  void* arguments[] = {&data, &count, &value};
-  return cudaLaunchKernel(reinterpret_cast<const void*>(&fill_kernel<T>),
-                          dim3(static_cast<unsigned>(blocks < 65536 ? blocks : 65536)), dim3(256),
-                          arguments, 0, stream);
 }
 #endif
 
@@ -228,11 +220,11 @@ void fill(Dst&& dst, const detail::range_value_t<Dst>& value, stream_ref stream)
       }
     }
 #if defined(__CUDACC__)
-    if constexpr (HasKernel)
-      detail::check(detail::launch_fill_kernel<T>(d, n, value, h), "cudaLaunchKernel",
-                    {"curt::detail::fill_kernel", {"elements", static_cast<long long>(n)},
-                     {"element bytes", static_cast<long long>(sizeof(T))}, "stream"},
-                    __FILE__, __LINE__);
+    if constexpr (HasKernel) {  // in the stream's own context, as every curt::launch
+      const std::size_t blocks = (n + 255) / 256;
+      launch(stream, launch_config(static_cast<unsigned>(blocks < 65536 ? blocks : 65536), 256),
+             detail::fill_kernel<T>, d, n, value);
+    }
 #endif
   }
 }
