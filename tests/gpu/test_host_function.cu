@@ -17,7 +17,10 @@
 
 #include <curt/device.hpp>
 #include <curt/event.hpp>
+#include <curt/graph.hpp>
+#include <curt/graph_capture.hpp>
 #include <curt/launch.hpp>
+#include <curt/memory.hpp>
 #include <curt/stream.hpp>
 
 #include <atomic>
@@ -626,4 +629,59 @@ TEST_CASE("host_call on an invalidated capture throws and leaks nothing", "[api-
   CHECK(life->destroyed.load() == 1);
   CHECK(errors.count.load() == 0);
   CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+// The drain destroys finished host functions' callables, whose captures may free CUDA memory:
+// on a thread polling an unrelated event while another thread captures in global mode (curt's
+// default), that free must not invalidate the other capture. (Found by review: the drain ran in
+// the polling thread's global mode.)
+TEST_CASE("a drain on one thread does not break another thread's global-mode capture") {
+  curt::device d(0);
+  curt_test::error_recorder reports;
+  curt::stream polled(d), captured(d);
+  const std::size_t bytes = std::size_t(256) << 20;  // 256 MiB: its return is measurable
+  std::atomic<bool> ran{false}, capturing{false}, drained{false};
+
+  // A host function keeps a buffer alive until the stream reaches it (the advertised use).
+  std::size_t free_before = 0, free_after = 0, total = 0;
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  REQUIRE(cudaMemGetInfo(&free_before, &total) == cudaSuccess);
+  {
+    auto kept = std::make_shared<curt::device_buffer<unsigned char>>(d, bytes);
+    polled.host_call([kept, &ran] { ran = true; });
+  }
+  while (!ran) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // run_once pushed the task
+  curt::event done(d);
+  done.record(polled);
+
+  std::string end_error;
+  std::size_t nodes = 0;
+  std::thread capturer([&] {
+    try {
+      curt::capture_scope scope(captured);  // capture_mode::global, curt's default
+      curt::launch(captured, curt::launch_config(dim3(1), dim3(32)), curt_test::square_plus,
+                   static_cast<const float*>(nullptr), static_cast<float*>(nullptr), 0, 1.0f);
+      capturing = true;
+      while (!drained) std::this_thread::yield();
+      curt::graph g = scope.end();
+      nodes = g.node_count();
+    } catch (const std::exception& e) {
+      end_error = e.what();
+      capturing = true;
+    }
+  });
+  while (!capturing) std::this_thread::yield();
+  (void)done.ready();  // a poll on this thread: the drain destroys the buffer here
+  drained = true;
+  capturer.join();
+
+  INFO("the other thread's capture: " << (end_error.empty() ? "ended" : end_error));
+  CHECK(end_error.empty());
+  CHECK(nodes == 1u);
+  INFO("reports: " << reports.count.load() << (reports.count.load() ? ", first: " + reports.message(0) : ""));
+  CHECK(reports.count.load() == 0);
+  polled.synchronize();
+  REQUIRE(cudaMemGetInfo(&free_after, &total) == cudaSuccess);
+  CHECK(free_after + (std::size_t(64) << 20) > free_before);  // the 256 MiB came back
 }

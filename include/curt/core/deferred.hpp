@@ -40,14 +40,19 @@ class deferred_work {
       task->next = head;
     } while (!head_.compare_exchange_weak(head, task, order::release, order::relaxed));
   }
-  /// Destroys every finished task on the calling thread; one load when there is none.
+  /// Destroys every finished task on the calling thread; one load when there is none. In
+  /// relaxed capture mode: a task's captures may free CUDA resources, which a global-mode
+  /// capture on another thread would otherwise see as an unsafe call and be invalidated by.
   void drain() noexcept {
     if (head_.load(order::relaxed) == nullptr) return;
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
     for (deferred_task* task = head_.exchange(nullptr, order::acquire); task;) {
       deferred_task* next = task->next;
       task->destroy(task);
       task = next;
     }
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
   }
 
   /// A host function was enqueued on stream `id`.
