@@ -294,7 +294,14 @@ class capture_to_graph_scope {
       : stream_(stream),
         target_(graph_ref(target).get()),
         context_(detail::begin_capture(stream.get(), mode, target_, dependencies)) {
-    if constexpr (std::is_same_v<Target, curt::graph&>) owner_ = &target;
+    using owner = std::remove_reference_t<Target>;
+    if constexpr (std::is_same_v<std::remove_const_t<owner>, curt::graph>) {
+      static_assert(!std::is_const_v<owner>,
+                    "curt::capture_to_graph: give a target owner as curt::graph&, not const: "
+                    "CUDA destroys the target of a failed capture, and its owner must then let "
+                    "go of it (a graph_ref is taken too, but curt cannot tell its owner)");
+      owner_ = &target;
+    }
   }
   template <class Target, target_of<Target> = 0>
   capture_to_graph_scope(stream_ref stream, Target&& target, capture_mode mode)
