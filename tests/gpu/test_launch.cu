@@ -731,6 +731,18 @@ TEST_CASE("refused launches say why, name the configuration and leave no error b
     INFO("status: " << cudaGetErrorName(error.status()));
     check_after_failed_launch(s);
   }
+
+  SECTION("a dynamic shared memory size past 32 bits, which the driver would take cut short") {
+    const std::size_t bytes = (std::size_t(1) << 32) + 1024;  // 1024 once cut to 32 bits
+    std::string described = std::to_string(bytes) + " B dynamic shared memory";
+    curt_test::require_cuda_error(
+        [&] {
+          curt::launch(s, curt::launch_config(dim3(1), dim3(64), bytes), shared_rotate,
+                       buffer.get(), buffer.get(), 16, 1);
+        },
+        cudaErrorInvalidValue, {"exceeds the device's limit of", described.c_str()});
+    check_after_failed_launch(s);
+  }
 }
 
 TEST_CASE("64 KiB of dynamic shared memory needs the opt-in, then works") {

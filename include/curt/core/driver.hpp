@@ -59,6 +59,7 @@ CURT_DETAIL_DRIVER_TYPE(cuStreamQuery_v2000, CUstream stream);
 CURT_DETAIL_DRIVER_TYPE(cuStreamWaitEvent_v3020, CUstream stream, cudaEvent_t event,
                         unsigned flags);
 CURT_DETAIL_DRIVER_TYPE(cuStreamDestroy_v4000, CUstream stream);
+CURT_DETAIL_DRIVER_TYPE(cuStreamGetId_v12000, CUstream stream, unsigned long long* id);
 CURT_DETAIL_DRIVER_TYPE(cuEventRecord_v2000, cudaEvent_t event, CUstream stream);
 CURT_DETAIL_DRIVER_TYPE(cuEventSynchronize_v2000, cudaEvent_t event);
 CURT_DETAIL_DRIVER_TYPE(cuEventQuery_v2000, cudaEvent_t event);

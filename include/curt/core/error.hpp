@@ -220,9 +220,11 @@ template <class Error = cuda_error, class Explain = const char*>
 [[noreturn]] CURT_COLD void throw_error(std::error_code code, std::string call, const char* file,
                                         int line, Explain explain = "") {
   std::string log = take_driver_log();
-  // A failed runtime call also sets the thread's last error; a non-sticky one is cleared so
-  // that the next unrelated check does not report it a second time.
-  if (code.category() == runtime_category()) (void)cudaGetLastError();
+  // A failed runtime call also sets the thread's last error; a non-sticky one is cleared so that
+  // the next unrelated check does not report it a second time (only this one: a driver call's
+  // failure, reported in the runtime's category, leaves a user's pending error alone).
+  if (code.category() == runtime_category() && cudaPeekAtLastError() == code.value())
+    (void)cudaGetLastError();
   std::string explanation;
   if (!cuda_error::is_sticky(code)) {
     if constexpr (std::is_invocable_v<Explain>)
@@ -307,7 +309,8 @@ CURT_COLD inline void report(const std::exception& error) noexcept {
     if (code == std::error_code(cudaErrorCudartUnloading, runtime_category()) ||
         code == std::error_code(4 /* CUDA_ERROR_DEINITIALIZED */, driver_category()))
       return;
-    if (code.category() == runtime_category()) (void)cudaGetLastError();
+    if (code.category() == runtime_category() && cudaPeekAtLastError() == code.value())
+      (void)cudaGetLastError();
     if (cuda_error::is_sticky(code) && sticky_reported().exchange(true)) return;
   }
   error_handler_slot().load()(error);

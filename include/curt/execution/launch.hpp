@@ -408,6 +408,8 @@ template <class Config>
 
 // The driver's launch of the kernel's context-independent handle, in the stream's own context.
 inline int launch_native(const cudaLaunchConfig_t& config, const void* kernel, void** arguments) {
+  // The driver takes 32 bits: a larger size would reach it cut short, and be accepted.
+  if (CURT_UNLIKELY(config.dynamicSmemBytes > 0xffffffffu)) return cudaErrorInvalidValue;
   cudaKernel_t handle = nullptr;
   if (cudaError_t status = cudaGetKernel(&handle, kernel); CURT_UNLIKELY(status != cudaSuccess))
     return status;

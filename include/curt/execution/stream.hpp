@@ -452,7 +452,9 @@ inline void stream_ref::wait(const stream& other) const { wait(other, other.stat
 
 inline void detail::stream_traits::destroy(stream_ref& s, stream_state& state) {
   deferred().drain();
-  const unsigned long long id = deferred().has_entries() ? s.id() : 0;
+  unsigned long long id = 0;  // the driver's query needs no context, and a failure is no throw
+  if (deferred().has_entries() && CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetId, 12000)(s.handle_, &id))
+    id = 0;
   report(CURT_DETAIL_DRIVER_FUNCTION(cuStreamDestroy, 4000)(s.handle_), "cuStreamDestroy(stream)",
          __FILE__, __LINE__);
   release(state);
