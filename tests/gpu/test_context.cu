@@ -904,3 +904,136 @@ TEST_CASE("work on a stream of another context from a thread without one, idle, 
   CHECK(child.exit_code == 0);
   CHECK(child.output.find("OTHER-CONTEXT-CHILD-REACHED-ITS-END") != std::string::npos);
 }
+
+// A synchronous copy from a user's context into host memory CUDA does not know, on a thread with
+// no context, runs in the source's context: it waits for that context's blocking stream and wakes
+// no primary context.
+namespace {
+constexpr const char* sync_copy_child = "a synchronous copy out of a user's context (child)";
+constexpr const char* sync_copy_marker = "SYNC-COPY-CHILD-REACHED-ITS-END";
+}  // namespace
+
+TEST_CASE("a synchronous copy out of a user's context (child)", "[.][sync-copy-child]") {
+  REQUIRE_FALSE(curt_test::primary_active(0));  // the premise: nothing made a context yet
+  const int n = 1 << 16;
+  std::vector<float> x = curt_test::random_floats(std::size_t(n), 1.0f, 2.0f);
+  const float a = random_coefficient(), b = random_coefficient();
+  std::vector<float> want(n);
+  for (int i = 0; i < n; ++i) {  // as slow_affine: a product rounded, then a sum rounded
+    volatile float product = a * x[i];
+    want[i] = product + b;
+  }
+  std::vector<float> back(n, -1.0f);
+
+  curt::device d0(0);
+  std::optional<curt_test::user_context> u;
+  u.emplace(0);  // U, current on this thread
+  std::optional<curt::stream> s;
+  std::optional<curt::device_buffer<float>> dx, dy;
+  s.emplace(d0, curt::stream_flags::blocking);  // in U (device_guard keeps U)
+  dx.emplace(d0, std::size_t(n));
+  dy.emplace(d0, std::size_t(n));
+  curt::copy(*dx, x);  // U is current: runs in U
+  REQUIRE(cudaMemset(dy->data(), 0xFF, sizeof(float) * n) == cudaSuccess);  // poison (NaN)
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  // A producer on U's blocking stream: it spins 300 ms, then writes dy.
+  curt::launch(*s, curt::launch_config(dim3((n + 255) / 256), dim3(256)), curt_test::slow_affine,
+               static_cast<const float*>(dx->data()), dy->data(), n, a, b, 300'000'000ull);
+  CUcontext popped = nullptr;
+  CURT_DRIVER_CALL(cuCtxPopCurrent, 4000, &popped);
+  REQUIRE(popped == u->get());
+  REQUIRE_FALSE(curt_test::primary_active(0));  // still: everything so far ran in U
+
+  bool left_context = true, woke_primary = true;
+  std::string thrown;
+  curt_test::on_fresh_thread([&] {
+    try {
+      curt::copy(back, *dy);  // device (U) -> std::vector, synchronous
+    } catch (const std::exception& e) {
+      thrown = e.what();
+    }
+    left_context = curt_test::current_context() != nullptr;
+    woke_primary = curt_test::primary_active(0);
+  });
+  INFO("copy threw: " << thrown);
+  CHECK(thrown.empty());
+  CHECK_FALSE(left_context);
+  CHECK_FALSE(woke_primary);  // the copy is about U's memory: device 0's primary has no business
+  std::size_t bad = 0;
+  for (int i = 0; i < n; ++i) bad += back[i] != want[i];
+  INFO(bad << " of " << n << " values differ from the producer's (poison: it did not wait)");
+  CHECK(bad == 0);
+
+  CURT_DRIVER_CALL(cuCtxPushCurrent, 4000, u->get());
+  s->synchronize();
+  dx.reset();
+  dy.reset();
+  s.reset();
+  CURT_DRIVER_CALL(cuCtxPopCurrent, 4000, &popped);
+  u.reset();
+  std::printf("%s\n", sync_copy_marker);
+  std::fflush(stdout);
+}
+
+TEST_CASE("a synchronous copy out of a user's context runs in it, from a thread with no context") {
+  if (curt_test::under_compute_sanitizer()) {
+    WARN("under compute-sanitizer: the child process is not run");
+    return;
+  }
+  curt_test::child_result child = curt_test::run_self(sync_copy_child);
+  INFO("child output:\n" << child.output);
+  CHECK(child.exit_code == 0);
+  CHECK(child.output.find(sync_copy_marker) != std::string::npos);
+}
+
+// A launch the driver refuses, on a stream of a user's context, from a thread with no context:
+// the message names the kernel (a runtime query) and no primary context is made or left current.
+namespace {
+constexpr const char* launch_child = "a refused launch on a user's context's stream (child)";
+constexpr const char* launch_marker = "REFUSED-LAUNCH-CHILD-REACHED-ITS-END";
+}  // namespace
+
+TEST_CASE("a refused launch on a user's context's stream (child)", "[.][refused-launch-child]") {
+  REQUIRE_FALSE(curt_test::primary_active(0));  // the premise
+  curt::device d0(0);
+  std::optional<curt_test::user_context> u;
+  u.emplace(0);
+  std::optional<curt::stream> s;
+  s.emplace(d0);  // in U
+  CUcontext popped = nullptr;
+  CURT_DRIVER_CALL(cuCtxPopCurrent, 4000, &popped);
+  std::string message;
+  bool left = true, woke = true;
+  curt_test::on_fresh_thread([&] {
+    try {  // a block of 4096 threads: the driver refuses it
+      curt::launch(*s, curt::launch_config(dim3(1), dim3(4096)), curt_test::square_plus,
+                   static_cast<const float*>(nullptr), static_cast<float*>(nullptr), 0, 1.0f);
+    } catch (const curt::cuda_error& e) {
+      message = e.what();
+    }
+    left = curt_test::current_context() != nullptr;
+    woke = curt_test::primary_active(0);
+  });
+  INFO("message: " << message);
+  CHECK_FALSE(message.empty());
+  CHECK(message.find("square_plus") != std::string::npos);  // the name was read
+  CHECK_FALSE(left);
+  CHECK_FALSE(woke);
+  CURT_DRIVER_CALL(cuCtxPushCurrent, 4000, u->get());
+  s.reset();
+  CURT_DRIVER_CALL(cuCtxPopCurrent, 4000, &popped);
+  u.reset();
+  std::printf("%s\n", launch_marker);
+  std::fflush(stdout);
+}
+
+TEST_CASE("a refused launch on a stream of a user's context wakes no other context") {
+  if (curt_test::under_compute_sanitizer()) {
+    WARN("under compute-sanitizer: the child process is not run");
+    return;
+  }
+  curt_test::child_result child = curt_test::run_self(launch_child);
+  INFO("child output:\n" << child.output);
+  CHECK(child.exit_code == 0);
+  CHECK(child.output.find(launch_marker) != std::string::npos);
+}

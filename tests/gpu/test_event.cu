@@ -11,6 +11,7 @@
 // are made only when the host measured that the kernel cannot have finished yet.
 #include <catch.hpp>
 #include <spin.cuh>
+#include <isolation.hpp>
 #include <device_array.hpp>
 #include <expect.hpp>
 #include <host_helpers.hpp>
@@ -20,12 +21,16 @@
 #include <curt/stream.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <iterator>
 #include <random>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -536,4 +541,100 @@ TEST_CASE("moving an event moves the handle, empties the source and destroys exa
   }
   CHECK(errors.count() == 0);
   CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+// An interprocess event shared with a child process: the child opens it on device 0 from a thread
+// with no context (and is left with none), sees it unfinished while this process holds its stream
+// at a gate, tells this process so through a file, and then waits for it to finish.
+namespace {
+constexpr const char* ipc_child = "an event opened from another process (child)";
+constexpr const char* ipc_marker = "IPC-EVENT-CHILD-REACHED-ITS-END";
+
+std::string to_hex(const cudaIpcEventHandle_t& handle) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&handle);
+  std::string text;
+  for (std::size_t i = 0; i < sizeof handle; ++i) {
+    char pair[3];
+    std::snprintf(pair, sizeof pair, "%02x", bytes[i]);
+    text += pair;
+  }
+  return text;
+}
+
+cudaIpcEventHandle_t from_hex(const std::string& text) {
+  cudaIpcEventHandle_t handle{};
+  REQUIRE(text.size() == 2 * sizeof handle);
+  auto* bytes = reinterpret_cast<unsigned char*>(&handle);
+  for (std::size_t i = 0; i < sizeof handle; ++i)
+    bytes[i] = static_cast<unsigned char>(std::stoul(text.substr(2 * i, 2), nullptr, 16));
+  return handle;
+}
+}  // namespace
+
+TEST_CASE("an event opened from another process (child)", "[.][ipc-event-child]") {
+  const char* handle_text = std::getenv("CURT_TEST_IPC_EVENT");
+  const char* signal_path = std::getenv("CURT_TEST_IPC_SIGNAL");
+  REQUIRE(handle_text != nullptr);
+  REQUIRE(signal_path != nullptr);
+  const cudaIpcEventHandle_t handle = from_hex(handle_text);
+  curt_test::on_fresh_thread([&] {
+    curt::event opened = curt::event::from_ipc_handle(handle, curt::device(0));
+    CHECK(curt_test::current_context() == nullptr);
+    CHECK_FALSE(opened.ready());  // the parent's stream is held before the record
+    std::FILE* signal = std::fopen(signal_path, "w");
+    REQUIRE(signal != nullptr);
+    std::fclose(signal);
+    opened.synchronize();  // returns once the parent opened its gate
+    CHECK(opened.ready());
+  });
+  std::printf("%s\n", ipc_marker);
+  std::fflush(stdout);
+}
+
+TEST_CASE("an interprocess event is opened and waited for by another process") {
+  if (curt_test::under_compute_sanitizer()) {
+    WARN("under compute-sanitizer: the child process is not run");
+    return;
+  }
+  curt::device d(0);
+  if (!d.attribute<cudaDevAttrIpcEventSupport>()) {
+    WARN("device 0 does not support interprocess events");
+    return;
+  }
+  curt::stream s(d);
+  curt::event e(d, curt::event_flags::interprocess);
+  host_gate gate;
+  gate.block(s);
+  s.record(e);
+  cudaIpcEventHandle_t handle{};
+  curt_test::on_fresh_thread([&] {
+    handle = e.ipc_handle();
+    CHECK(curt_test::current_context() == nullptr);  // left as it was
+  });
+  const std::string signal_path =
+      "/tmp/curt-ipc-event-" + std::to_string(static_cast<long>(getpid()));
+  std::remove(signal_path.c_str());
+  REQUIRE(setenv("CURT_TEST_IPC_EVENT", to_hex(handle).c_str(), 1) == 0);
+  REQUIRE(setenv("CURT_TEST_IPC_SIGNAL", signal_path.c_str(), 1) == 0);
+  std::atomic<bool> child_signalled{false};
+  std::thread opener([&] {  // opens the gate once the child saw the event unfinished
+    auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (std::FILE* f = std::fopen(signal_path.c_str(), "r")) {
+        std::fclose(f);
+        child_signalled = true;
+        break;
+      }
+      std::this_thread::sleep_for(1ms);
+    }
+    gate.open();
+  });
+  curt_test::child_result child = curt_test::run_self(ipc_child);
+  opener.join();
+  std::remove(signal_path.c_str());
+  INFO("child output:\n" << child.output);
+  CHECK(child_signalled);
+  CHECK(child.exit_code == 0);
+  CHECK(child.output.find(ipc_marker) != std::string::npos);
+  e.synchronize();
 }

@@ -100,6 +100,7 @@ class event_ref {
   /// Handle another process can open with event::from_ipc_handle (event_flags::interprocess).
   cudaIpcEventHandle_t ipc_handle() const {
     cudaIpcEventHandle_t handle{};
+    detail::context_scope in(detail::any_context);
     detail::check(cudaIpcGetEventHandle(&handle, native("ipc_handle()")),
                   "cudaIpcGetEventHandle(event)", __FILE__, __LINE__);
     return handle;
@@ -181,11 +182,12 @@ class event : public detail::unique_handle<event_ref, detail::event_traits> {
                     "only a created event can be owned, not null", __FILE__, __LINE__);
     return event(handle);
   }
-  /// Opens an event another process shared (the runtime gives it interprocess flags).
-  static event from_ipc_handle(cudaIpcEventHandle_t handle) {
+  /// Opens, on device `d`, an event another process shared (it has interprocess flags).
+  static event from_ipc_handle(cudaIpcEventHandle_t handle, device d) {
+    device_guard guard(d);
     cudaEvent_t opened = nullptr;
     detail::check(cudaIpcOpenEventHandle(&opened, handle), "cudaIpcOpenEventHandle(handle)",
-                  __FILE__, __LINE__);
+                  {{"device", d.ordinal()}}, __FILE__, __LINE__);
     return event(opened);
   }
 

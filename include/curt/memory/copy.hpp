@@ -122,7 +122,7 @@ void copy(Dst&& dst, const Src& src) {
     if (CURT_UNLIKELY(n != static_cast<std::size_t>(src.size())))
       detail::throw_size_mismatch("copy", n, static_cast<std::size_t>(src.size()), sizeof(T));
     if (n == 0) return;
-    detail::context_scope in(detail::for_memory, d);
+    detail::context_scope in(detail::for_memory, d, s);
     // The template argument keeps the per-thread flavour (cudaMemcpy_ptds) apart.
     detail::check(cudaMemcpy(d, s, n * sizeof(T), cudaMemcpyDefault), "cudaMemcpy",
                   {{"bytes", static_cast<long long>(n * sizeof(T))}, "cudaMemcpyDefault"},

@@ -77,7 +77,7 @@ void copy_3d(cudaPitchedPtr dst, cudaPitchedPtr src, cudaExtent extent, cudaStre
     check(cudaMemcpy3DAsync(&parameters, stream), "cudaMemcpy3DAsync",
           {{"width bytes", w}, {"height", h}, {"depth", d}, "stream"}, __FILE__, __LINE__);
   } else {
-    context_scope in(for_memory, dst.ptr);
+    context_scope in(for_memory, dst.ptr, src.ptr);
     check(cudaMemcpy3D(&parameters), "cudaMemcpy3D",
           {{"width bytes", w}, {"height", h}, {"depth", d}}, __FILE__, __LINE__);
   }
