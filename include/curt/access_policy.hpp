@@ -1,2 +1,1 @@
-// curt/access_policy.hpp: the public path of curt/execution/access_policy.hpp.
-#include <curt/execution/access_policy.hpp>
+#include <curt/execution/access_policy.hpp>  // a kept public path

@@ -1,2 +1,1 @@
-// curt/batch_copy.hpp: the public path of curt/memory/batch_copy.hpp.
-#include <curt/memory/batch_copy.hpp>
+#include <curt/memory/batch_copy.hpp>  // a kept public path

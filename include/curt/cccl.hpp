@@ -1,2 +1,1 @@
-// curt/cccl.hpp: the public path of curt/execution/cccl.hpp.
-#include <curt/execution/cccl.hpp>
+#include <curt/execution/cccl.hpp>  // a kept public path

@@ -1,2 +1,1 @@
-// curt/context.hpp: the public path of curt/core/context.hpp.
-#include <curt/core/context.hpp>
+#include <curt/core/context.hpp>  // a kept public path

@@ -1,2 +1,1 @@
-// curt/copy.hpp: the public path of curt/memory/copy.hpp.
-#include <curt/memory/copy.hpp>
+#include <curt/memory/copy.hpp>  // a kept public path

@@ -1,2 +1,1 @@
-// curt/device.hpp: the public path of curt/core/device.hpp.
-#include <curt/core/device.hpp>
+#include <curt/core/device.hpp>  // a kept public path

@@ -1,2 +1,1 @@
-// curt/error.hpp: the public path of curt/core/error.hpp.
-#include <curt/core/error.hpp>
+#include <curt/core/error.hpp>  // a kept public path

@@ -1,2 +1,1 @@
-// curt/event.hpp: the public path of curt/execution/event.hpp.
-#include <curt/execution/event.hpp>
+#include <curt/execution/event.hpp>  // a kept public path

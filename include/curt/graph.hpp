@@ -1,2 +1,1 @@
-// curt/graph.hpp: the public path of curt/graph/graph.hpp.
-#include <curt/graph/graph.hpp>
+#include <curt/graph/graph.hpp>  // a kept public path

@@ -1,2 +1,1 @@
-// curt/graph_capture.hpp: the public path of curt/graph/capture.hpp.
-#include <curt/graph/capture.hpp>
+#include <curt/graph/capture.hpp>  // a kept public path

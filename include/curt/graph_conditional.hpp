@@ -1,2 +1,1 @@
-// curt/graph_conditional.hpp: the public path of curt/graph/conditional.hpp.
-#include <curt/graph/conditional.hpp>
+#include <curt/graph/conditional.hpp>  // a kept public path

@@ -1,2 +1,1 @@
-// curt/graph_node.hpp: the public path of curt/graph/node.hpp.
-#include <curt/graph/node.hpp>
+#include <curt/graph/node.hpp>  // a kept public path

@@ -1,2 +1,1 @@
-// curt/graph_node_update.hpp: the public path of curt/graph/node_update.hpp.
-#include <curt/graph/node_update.hpp>
+#include <curt/graph/node_update.hpp>  // a kept public path

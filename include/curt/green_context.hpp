@@ -1,2 +1,1 @@
-// curt/green_context.hpp: the public path of curt/execution/green_context.hpp.
-#include <curt/execution/green_context.hpp>
+#include <curt/execution/green_context.hpp>  // a kept public path

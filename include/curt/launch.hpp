@@ -1,2 +1,1 @@
-// curt/launch.hpp: the public path of curt/execution/launch.hpp.
-#include <curt/execution/launch.hpp>
+#include <curt/execution/launch.hpp>  // a kept public path

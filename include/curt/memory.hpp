@@ -1,2 +1,1 @@
-// curt/memory.hpp: the public path of curt/memory/buffer.hpp.
-#include <curt/memory/buffer.hpp>
+#include <curt/memory/buffer.hpp>  // a kept public path

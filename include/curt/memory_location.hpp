@@ -1,2 +1,1 @@
-// curt/memory_location.hpp: the public path of curt/memory/location.hpp.
-#include <curt/memory/location.hpp>
+#include <curt/memory/location.hpp>  // a kept public path

@@ -1,2 +1,1 @@
-// curt/memory_pool.hpp: the public path of curt/memory/pool.hpp.
-#include <curt/memory/pool.hpp>
+#include <curt/memory/pool.hpp>  // a kept public path

@@ -1,2 +1,1 @@
-// curt/memory_pool_ipc.hpp: the public path of curt/memory/pool_ipc.hpp.
-#include <curt/memory/pool_ipc.hpp>
+#include <curt/memory/pool_ipc.hpp>  // a kept public path

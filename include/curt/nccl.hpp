@@ -1,2 +1,1 @@
-// curt/nccl.hpp: the public path of curt/multi_gpu/nccl.hpp.
-#include <curt/multi_gpu/nccl.hpp>
+#include <curt/multi_gpu/nccl.hpp>  // a kept public path

@@ -1,2 +1,1 @@
-// curt/occupancy.hpp: the public path of curt/execution/occupancy.hpp.
-#include <curt/execution/occupancy.hpp>
+#include <curt/execution/occupancy.hpp>  // a kept public path

@@ -1,2 +1,1 @@
-// curt/peer.hpp: the public path of curt/multi_gpu/peer.hpp.
-#include <curt/multi_gpu/peer.hpp>
+#include <curt/multi_gpu/peer.hpp>  // a kept public path

@@ -1,2 +1,1 @@
-// curt/pitched.hpp: the public path of curt/memory/pitched.hpp.
-#include <curt/memory/pitched.hpp>
+#include <curt/memory/pitched.hpp>  // a kept public path

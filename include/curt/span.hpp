@@ -1,2 +1,1 @@
-// curt/span.hpp: the public path of curt/memory/span.hpp.
-#include <curt/memory/span.hpp>
+#include <curt/memory/span.hpp>  // a kept public path

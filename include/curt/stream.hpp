@@ -1,2 +1,1 @@
-// curt/stream.hpp: the public path of curt/execution/stream.hpp.
-#include <curt/execution/stream.hpp>
+#include <curt/execution/stream.hpp>  // a kept public path

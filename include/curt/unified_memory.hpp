@@ -1,2 +1,1 @@
-// curt/unified_memory.hpp: the public path of curt/memory/unified.hpp.
-#include <curt/memory/unified.hpp>
+#include <curt/memory/unified.hpp>  // a kept public path

@@ -1,2 +1,1 @@
-// curt/detail/driver.hpp: the public path of curt/driver.hpp.
-#include <curt/driver.hpp>
+#include <curt/driver.hpp>  // a kept public path
