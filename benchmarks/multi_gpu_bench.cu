@@ -217,8 +217,8 @@ struct peer_context {
         random(kCopyMax),
         back(d0, kCopyMax, curt::pinned_flags::portable) {
     fill_random(random, 0x5eed1234abcdull);
-    curt::copy(src[0], random);
-    curt::copy(src[1], random);
+    curt::copy_and_wait(src[0], random, stream[0]);
+    curt::copy_and_wait(src[1], random, stream[1]);
     // Warm-up: the first copies each way pay for lazy setup in the driver.
     for (int i = 0; i < 2; ++i)
       for (bool use_curt : {false, true}) (void)time(direction::both, 64 * kMiB, use_curt);
@@ -277,7 +277,8 @@ struct peer_context {
       for (int from = 0; from < 2; ++from) {
         if ((d == direction::d0to1 && from == 1) || (d == direction::d1to0 && from == 0)) continue;
         const int to = 1 - from;
-        curt::copy(curt::span(back, 0, bytes), curt::span(std::as_const(dst[to]), 0, bytes));
+        curt::copy_and_wait(curt::span(back, 0, bytes),
+                            curt::span(std::as_const(dst[to]), 0, bytes), stream[to]);
         if (!same_bytes(back.data(), random.data(), bytes))
           return std::string(use_curt ? "curt::copy" : "cudaMemcpyPeerAsync") + " from device " +
                  std::to_string(from) + " to " + std::to_string(to) + " of " + size_name(bytes) +
@@ -429,8 +430,8 @@ struct nccl_context {
         want_head[k] += head[i][k];
         want_tail[k] += tail[i][k];
       }
-      curt::copy(curt::span(send[i], 0, slice), head[i]);
-      curt::copy(curt::span(send[i], count - slice, slice), tail[i]);
+      curt::copy(curt::span(send[i], 0, slice), head[i], streams[i]);
+      curt::copy_and_wait(curt::span(send[i], count - slice, slice), tail[i], streams[i]);
     }
     const float want_middle = static_cast<float>(ranks() * (ranks() + 1) / 2);
     for (bool use_curt : {false, true}) {
@@ -444,15 +445,16 @@ struct nccl_context {
       std::vector<float> got(slice);
       std::vector<float> middle(1);
       for (std::size_t i = 0; i < ranks(); ++i) {
-        curt::copy(got, curt::span(std::as_const(recv[i]), 0, slice));
+        curt::copy_and_wait(got, curt::span(std::as_const(recv[i]), 0, slice), streams[i]);
         if (got != want_head)
           return std::string(who) + ": rank " + std::to_string(i) +
                  "'s first elements differ from the CPU's sum";
-        curt::copy(got, curt::span(std::as_const(recv[i]), count - slice, slice));
+        curt::copy_and_wait(got, curt::span(std::as_const(recv[i]), count - slice, slice),
+                            streams[i]);
         if (got != want_tail)
           return std::string(who) + ": rank " + std::to_string(i) +
                  "'s last elements differ from the CPU's sum";
-        curt::copy(middle, curt::span(std::as_const(recv[i]), count / 2, 1));
+        curt::copy_and_wait(middle, curt::span(std::as_const(recv[i]), count / 2, 1), streams[i]);
         if (middle[0] != want_middle)
           return std::string(who) + ": rank " + std::to_string(i) + "'s middle element is " +
                  std::to_string(middle[0]) + ", not " + std::to_string(want_middle);

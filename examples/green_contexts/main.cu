@@ -270,9 +270,10 @@ latency summarize(std::vector<double> us) {
 // ---- Checks ------------------------------------------------------------------------------------
 
 // Every slot of every launch of the small kernel against the CPU; empty when all match.
-std::string check_small(small_work& small, std::size_t launches, std::uint32_t salt) {
+std::string check_small(small_work& small, std::size_t launches, std::uint32_t salt,
+                        curt::stream_ref s) {
   std::vector<std::uint32_t> got(launches * kSmallOutputs);
-  curt::copy(got, small.out);
+  curt::copy_and_wait(got, small.out, s);
   for (std::size_t l = 0; l < launches; ++l)
     for (std::uint32_t t = 0; t < kSmallOutputs; ++t) {
       const std::uint32_t want =
@@ -286,19 +287,19 @@ std::string check_small(small_work& small, std::size_t launches, std::uint32_t s
   return {};
 }
 
-std::string check_bulk(bulk_work& bulk, bulk_kind kind) {
+std::string check_bulk(bulk_work& bulk, bulk_kind kind, curt::stream_ref s) {
   if (kind == bulk_kind::compute) {
     std::vector<std::uint32_t> in(bulk.n), out(bulk.n);
-    curt::copy(in, bulk.in);
-    curt::copy(out, bulk.out);
+    curt::copy(in, bulk.in, s);
+    curt::copy_and_wait(out, bulk.out, s);
     const affine f = compose(bulk.a, bulk.c, bulk.rounds);
     for (std::size_t i = 0; i < bulk.n; ++i)
       if (out[i] != f.mul * in[i] + f.add)
         return "compute-bound bulk kernel: element " + std::to_string(i) + " wrong";
   } else if (kind == bulk_kind::memory) {
     std::vector<uint4> in(bulk.stream_words / 4), out(bulk.stream_words / 4);
-    curt::copy(in, bulk.stream_in);
-    curt::copy(out, bulk.stream_out);
+    curt::copy(in, bulk.stream_in, s);
+    curt::copy_and_wait(out, bulk.stream_out, s);
     for (std::size_t i = 0; i < in.size(); ++i) {
       const uint4 v = in[i], w = out[i];
       if (w.x != bulk.a * v.x + bulk.b || w.y != bulk.a * v.y + bulk.b ||
@@ -356,8 +357,8 @@ setting measure(std::string name, std::string small_on, std::string bulk_on, cur
     bulk_stream.synchronize();
   }
   r.result = summarize(std::move(us));
-  r.problem = check_small(small, launches, salt);
-  if (r.problem.empty()) r.problem = check_bulk(bulk, kind);
+  r.problem = check_small(small, launches, salt, small_stream);
+  if (r.problem.empty()) r.problem = check_bulk(bulk, kind, bulk_stream);
   return r;
 }
 
@@ -534,7 +535,7 @@ int main(int argc, char** argv) {
           const double ms = curt_example::median_ms(
               s, 5, [&](curt::stream_ref t) { bulk.launch(t, bulk_kind::compute); });
           s.synchronize();
-          rates.push_back({std::move(on), sms, ms, check_bulk(bulk, bulk_kind::compute)});
+          rates.push_back({std::move(on), sms, ms, check_bulk(bulk, bulk_kind::compute, s)});
         };
         time_bulk("whole GPU", total, bulk_plain);
         for (partitions& p : layouts) time_bulk("green context", p.bulk_sms, p.bulk_stream);

@@ -905,15 +905,15 @@ TEST_CASE("work on a stream of another context from a thread without one, idle, 
   CHECK(child.output.find("OTHER-CONTEXT-CHILD-REACHED-ITS-END") != std::string::npos);
 }
 
-// A synchronous copy from a user's context into host memory CUDA does not know, on a thread with
-// no context, runs in the source's context: it waits for that context's blocking stream and wakes
-// no primary context.
+// copy_and_wait from a user's context's stream into host memory CUDA does not know, on a thread
+// with no context, runs in the stream's context: it comes after the kernel queued there, and it
+// wakes no primary context.
 namespace {
-constexpr const char* sync_copy_child = "a synchronous copy out of a user's context (child)";
+constexpr const char* sync_copy_child = "a copy out of a user's context, waited for (child)";
 constexpr const char* sync_copy_marker = "SYNC-COPY-CHILD-REACHED-ITS-END";
 }  // namespace
 
-TEST_CASE("a synchronous copy out of a user's context (child)", "[.][sync-copy-child]") {
+TEST_CASE("a copy out of a user's context, waited for (child)", "[.][sync-copy-child]") {
   REQUIRE_FALSE(curt_test::primary_active(0));  // the premise: nothing made a context yet
   const int n = 1 << 16;
   std::vector<float> x = curt_test::random_floats(std::size_t(n), 1.0f, 2.0f);
@@ -930,13 +930,13 @@ TEST_CASE("a synchronous copy out of a user's context (child)", "[.][sync-copy-c
   u.emplace(0);  // U, current on this thread
   std::optional<curt::stream> s;
   std::optional<curt::device_buffer<float>> dx, dy;
-  s.emplace(d0, curt::stream_flags::blocking);  // in U (device_guard keeps U)
+  s.emplace(d0);  // in U (device_guard keeps U)
   dx.emplace(d0, std::size_t(n));
   dy.emplace(d0, std::size_t(n));
-  curt::copy(*dx, x);  // U is current: runs in U
+  curt::copy_and_wait(*dx, x, *s);
   REQUIRE(cudaMemset(dy->data(), 0xFF, sizeof(float) * n) == cudaSuccess);  // poison (NaN)
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  // A producer on U's blocking stream: it spins 300 ms, then writes dy.
+  // A producer on U's stream: it spins 300 ms, then writes dy.
   curt::launch(*s, curt::launch_config(dim3((n + 255) / 256), dim3(256)), curt_test::slow_affine,
                static_cast<const float*>(dx->data()), dy->data(), n, a, b, 300'000'000ull);
   CUcontext popped = nullptr;
@@ -948,7 +948,7 @@ TEST_CASE("a synchronous copy out of a user's context (child)", "[.][sync-copy-c
   std::string thrown;
   curt_test::on_fresh_thread([&] {
     try {
-      curt::copy(back, *dy);  // device (U) -> std::vector, synchronous
+      curt::copy_and_wait(back, *dy, *s);  // device (U) -> std::vector
     } catch (const std::exception& e) {
       thrown = e.what();
     }
@@ -975,7 +975,7 @@ TEST_CASE("a synchronous copy out of a user's context (child)", "[.][sync-copy-c
   std::fflush(stdout);
 }
 
-TEST_CASE("a synchronous copy out of a user's context runs in it, from a thread with no context") {
+TEST_CASE("a copy out of a user's context, waited for, runs in it from a thread with no context") {
   if (curt_test::under_compute_sanitizer()) {
     WARN("under compute-sanitizer: the child process is not run");
     return;

@@ -541,8 +541,8 @@ TEST_CASE("an async_buffer of device 1's default stream, destroyed on a thread w
   const int a = curt_test::random_ints(1, 2, 50)[0], b = curt_test::random_ints(1, -50, 50)[0];
   const int marker = curt_test::random_ints(1, -100000, -2000)[0];  // never a * x + b here
   curt::device_buffer<int> dx(d1, x.size());
-  curt::copy(dx, x);
   curt::stream other(d1);
+  curt::copy_and_wait(dx, x, other);
   std::vector<int> second_back;
   std::string error;
   on_fresh_thread([&] {
@@ -559,13 +559,8 @@ TEST_CASE("an async_buffer of device 1's default stream, destroyed on a thread w
     y.reset();  // no context current: must free on device 1's per-thread stream, after the kernel
     curt::async_buffer<int> second = curt::allocate_async<int>(x.size(), other);
     curt::fill(second, marker, other);
-    other.synchronize();
-    // Pool memory of device 1 is not accessible in device 0's context (what a synchronous copy
-    // on a thread without a context runs in): copy it back in device 1's.
-    curt::device_guard guard(d1);
-    if (cudaDeviceSynchronize() != cudaSuccess) error = "cudaDeviceSynchronize failed";
     second_back.resize(x.size());
-    curt::copy(second_back, second);
+    curt::copy_and_wait(second_back, second, other);
   });
   INFO(error);
   CHECK(error.empty());

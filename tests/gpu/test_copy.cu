@@ -9,12 +9,14 @@
 #include <catch.hpp>
 #include <expect.hpp>
 #include <isolation.hpp>
+#include <kernels.cuh>
 
 #include "page_array.hpp"
 
 #include <curt/copy.hpp>
 #include <curt/detail/driver.hpp>
 #include <curt/device.hpp>
+#include <curt/launch.hpp>
 #include <curt/memory.hpp>
 #include <curt/pitched.hpp>
 #include <curt/span.hpp>
@@ -67,9 +69,9 @@ void require_all(const std::vector<T>& got, const T& value) {
 }
 
 template <class T>
-std::vector<T> download(const curt::device_buffer<T>& b) {
+std::vector<T> download(const curt::device_buffer<T>& b, curt::stream_ref s) {
   std::vector<T> v = poisoned<T>(b.size());
-  curt::copy(v, b);
+  curt::copy_and_wait(v, b, s);
   return v;
 }
 
@@ -94,9 +96,10 @@ float random_float() { return curt_test::random_floats(1, -100.0f, 100.0f)[0]; }
 
 namespace {
 
-// Every direction, with copy(dst, src) or, when on_stream, copy(dst, src, stream).
+// Every direction, with copy_and_wait(dst, src, stream) or, when on_stream, copy(dst, src, stream)
+// and a synchronize.
 void check_every_direction(bool on_stream) {
-  INFO((on_stream ? "copy(dst, src, stream)" : "copy(dst, src)"));
+  INFO((on_stream ? "copy(dst, src, stream)" : "copy_and_wait(dst, src, stream)"));
   curt::device d(0);
   curt::stream s(d);
   std::size_t n = random_size();
@@ -104,7 +107,7 @@ void check_every_direction(bool on_stream) {
     if (on_stream)
       curt::copy(dst, src, s);
     else
-      curt::copy(dst, src);
+      curt::copy_and_wait(dst, src, s);
   };
   auto finish = [&] {
     if (on_stream) s.synchronize();
@@ -137,9 +140,6 @@ void check_every_direction(bool on_stream) {
   std::memset(managed.data(), 0xFF, managed.size_bytes());
   copy(managed, b);  // device -> managed
   finish();
-  // cudaMemcpy between device and managed memory (device to device) may return before it is
-  // done, as copy(dst, src) documents: wait for the legacy stream before the host reads.
-  REQUIRE(cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess);
   curt_test::require_same_bytes(managed, x);
 
   std::array<int, 257> small{};
@@ -166,9 +166,59 @@ void check_every_direction(bool on_stream) {
 
 }  // namespace
 
-TEST_CASE("copies run in every direction, synchronously and on a stream") {
+TEST_CASE("copies run in every direction, waited for and on a stream") {
   check_every_direction(false);
   check_every_direction(true);
+}
+
+// A copy must come after the kernel that writes its source: curt::stream is non-blocking, so a
+// stream-less cudaMemcpy would read the poison while the kernel still spins. copy_and_wait on the
+// kernel's stream reads the kernel's results.
+TEST_CASE("copy_and_wait reads what a kernel queued before it on the stream wrote") {
+  curt::device d(0);
+  curt::stream s(d);  // non-blocking
+  const int n = static_cast<int>(random_size());
+  std::vector<float> x = curt_test::random_floats(std::size_t(n), 1.0f, 2.0f);
+  const float a = random_float(), b = random_float();
+  curt::device_buffer<float> dx(d, std::size_t(n)), dy(d, std::size_t(n));
+  curt::copy_and_wait(dx, x, s);
+  curt::memset(dy, 0xFF, s);  // poison (NaN)
+  curt::launch(s, curt::launch_config(dim3((n + 255) / 256), dim3(256)), curt_test::slow_affine,
+               static_cast<const float*>(dx.data()), dy.data(), n, a, b, 100'000'000ull);
+  std::vector<float> back = poisoned<float>(std::size_t(n));
+  curt::copy_and_wait(back, dy, s);
+  std::size_t bad = 0;
+  for (int i = 0; i < n; ++i) {  // as slow_affine: a product rounded, then a sum rounded
+    volatile float product = a * x[i];
+    bad += back[i] != product + b;
+  }
+  INFO(bad << " of " << n << " differ from the kernel's results (NaN: the copy did not wait)");
+  CHECK(bad == 0);
+}
+
+TEST_CASE("copy_n, fill_n and memset_n work on raw pointers") {
+  curt::device d(0);
+  curt::stream s(d);
+  std::size_t n = random_size();
+  std::vector<float> x = curt_test::random_floats(n);
+  curt::device_buffer<float> a(d, n), b(d, n);
+  curt::memset_n(a.data(), n, 0xFF, s);
+  curt::copy_n(a.data(), x.data(), n, s);
+  curt::copy_n(b.data(), static_cast<const float*>(a.data()), n, s);
+  std::vector<float> back = poisoned<float>(n);
+  curt::copy_n(back.data(), static_cast<const float*>(b.data()), n, s);
+  s.synchronize();
+  curt_test::require_same_bytes(back, x);
+
+  const float value = random_mixed_value<float>();
+  curt::fill_n(b.data() + 1, n - 2, value, s);  // not the first and the last element
+  curt::memset_n(a.data(), n, 0, s);
+  s.synchronize();
+  std::vector<float> got = download(b, s);
+  CHECK(std::memcmp(&got.front(), &x.front(), sizeof(float)) == 0);
+  CHECK(std::memcmp(&got.back(), &x.back(), sizeof(float)) == 0);
+  require_all(std::vector<float>(got.begin() + 1, got.end() - 1), value);
+  require_all(download(a, s), 0.0f);
 }
 
 TEST_CASE("copies of different sizes are refused, naming both sizes") {
@@ -179,10 +229,11 @@ TEST_CASE("copies of different sizes are refused, naming both sizes") {
   curt_test::require_cuda_error([&] { curt::copy(ten, twelve, s); }, cudaErrorInvalidValue,
                                 {"curt::copy(destination of 10 elements, source of 12 elements)",
                                  "40 bytes", "48 bytes"});
-  curt_test::require_cuda_error([&] { curt::copy(twelve, ten); }, cudaErrorInvalidValue,
+  curt_test::require_cuda_error([&] { curt::copy_and_wait(twelve, ten, s); },
+                                cudaErrorInvalidValue,
                                 {"destination of 12 elements, source of 10 elements"});
   std::vector<double> three(3), four(4);
-  curt_test::require_cuda_error([&] { curt::copy(three, four); }, cudaErrorInvalidValue,
+  curt_test::require_cuda_error([&] { curt::copy_and_wait(three, four, s); }, cudaErrorInvalidValue,
                                 {"destination of 3 elements", "source of 4 elements"});
   curt_test::require_cuda_error([&] { (void)curt::span(ten, 8, 4); }, cudaErrorInvalidValue,
                                 {"range of 10 elements, offset 8, count 4", "by 2 elements"});
@@ -209,8 +260,8 @@ TEST_CASE("asynchronous copies refuse a temporary that holds its elements inside
   std::vector<float> values = curt_test::random_floats(16);
   curt::device_buffer<float> b(d, 16);
   curt::pitched_buffer<float> p(d, 4, 4);
-  curt::copy(b, poisoned<float>(16));
-  curt::copy(p, poisoned<float>(16));
+  curt::copy_and_wait(b, poisoned<float>(16), s);  // waited for: temporaries are fine
+  curt::copy_and_wait(p, poisoned<float>(16), s);
   auto make_array = [&] {
     cuda::std::array<float, 16> a{};
     for (std::size_t i = 0; i < 16; ++i) a[i] = values[i];
@@ -236,7 +287,7 @@ TEST_CASE("asynchronous copies refuse a temporary that holds its elements inside
   s.synchronize();
   CHECK(cudaGetLastError() == cudaSuccess);
   std::vector<float> back = poisoned<float>(16);
-  curt::copy(back, b);
+  curt::copy_and_wait(back, b, s);
   curt_test::require_same_bytes(back, poisoned<float>(16));  // nothing was copied
 
   // Named, they live until the stream is done: copied.
@@ -249,7 +300,7 @@ TEST_CASE("asynchronous copies refuse a temporary that holds its elements inside
   curt_test::require_same_bytes(std::vector<float>(named_inline.values, named_inline.values + 16),
                                 values);
   std::vector<float> from_pitched = poisoned<float>(16);
-  curt::copy(from_pitched, p);
+  curt::copy_and_wait(from_pitched, p, s);
   curt_test::require_same_bytes(from_pitched, values);
 }
 
@@ -264,7 +315,7 @@ TEST_CASE("fills write 1-, 2-, 4-, 8- and 12-byte values by each path") {
     auto value = static_cast<std::uint8_t>(curt_test::random_ints(1, 1, 254)[0]);
     curt::fill(b, value, s);
     s.synchronize();
-    require_all(download(b), value);
+    require_all(download(b, s), value);
   }
   SECTION("2 bytes (cuMemsetD16Async), also on a part of the buffer") {
     curt::device_buffer<std::uint16_t> b(d, n);
@@ -272,7 +323,7 @@ TEST_CASE("fills write 1-, 2-, 4-, 8- and 12-byte values by each path") {
     auto value = random_mixed_value<std::uint16_t>();
     curt::fill(curt::span(b, 1, n - 2), value, s);  // not the first and the last element
     s.synchronize();
-    std::vector<std::uint16_t> got = download(b);
+    std::vector<std::uint16_t> got = download(b, s);
     CHECK(got.front() == 0xFFFF);
     CHECK(got.back() == 0xFFFF);
     require_all(std::vector<std::uint16_t>(got.begin() + 1, got.end() - 1), value);
@@ -283,13 +334,13 @@ TEST_CASE("fills write 1-, 2-, 4-, 8- and 12-byte values by each path") {
     float value = random_mixed_value<float>();
     curt::fill(b, value, s);
     s.synchronize();
-    require_all(download(b), value);
+    require_all(download(b, s), value);
     curt::device_buffer<std::int32_t> i(d, n);
     curt::memset(i, 0xFF, s);
     auto uniform = static_cast<std::int32_t>(0x01010101 * curt_test::random_ints(1, 1, 0x7e)[0]);
     curt::fill(i, uniform, s);
     s.synchronize();
-    require_all(download(i), uniform);
+    require_all(download(i, s), uniform);
   }
   SECTION("8 and 12 bytes (curt's kernel, in this nvcc translation unit)") {
     curt::device_buffer<double> b(d, n);
@@ -301,8 +352,8 @@ TEST_CASE("fills write 1-, 2-, 4-, 8- and 12-byte values by each path") {
     rgb color{random_float(), random_float(), random_float()};
     curt::fill(c, color, s);
     s.synchronize();
-    require_all(download(b), value);
-    require_all(download(c), color);
+    require_all(download(b, s), value);
+    require_all(download(c, s), color);
   }
   SECTION("from a host compiler's translation unit: memsets, and a clear refusal otherwise") {
     curt::device_buffer<std::uint16_t> b16(d, n);
@@ -314,8 +365,8 @@ TEST_CASE("fills write 1-, 2-, 4-, 8- and 12-byte values by each path") {
     curt_test::fill_from_host_compiler(b16, v16, s);
     curt_test::fill_from_host_compiler(b32, v32, s);
     s.synchronize();
-    require_all(download(b16), v16);
-    require_all(download(b32), v32);
+    require_all(download(b16, s), v16);
+    require_all(download(b32, s), v32);
     curt::device_buffer<double> b64(d, n);
     curt_test::require_cuda_error(
         [&] { curt_test::fill_from_host_compiler(b64, random_mixed_value<double>(), s); },
@@ -333,7 +384,7 @@ TEST_CASE("memset sets every byte") {
   curt::memset(b, byte, s);
   s.synchronize();
   std::uint32_t want = 0x01010101u * byte;
-  require_all(download(b), want);
+  require_all(download(b, s), want);
 }
 
 TEST_CASE("pitched 2D buffers round-trip random extents, laid out row by row at the pitch") {
@@ -366,14 +417,13 @@ TEST_CASE("pitched 2D buffers round-trip random extents, laid out row by row at 
   s.synchronize();
   curt_test::require_same_bytes(back, x);
 
-  // Synchronous, and a dense device range on the other side.
+  // Waited for, and a dense device range on the other side.
   curt::device_buffer<float> dense(d, w * h);
-  curt::copy(dense, q);
+  curt::copy_and_wait(dense, q, s);
   curt::memset(p, 0xFF, s);
-  s.synchronize();
-  curt::copy(p, dense);
+  curt::copy_and_wait(p, dense, s);
   back = poisoned<float>(w * h);
-  curt::copy(back, p);
+  curt::copy_and_wait(back, p, s);
   curt_test::require_same_bytes(back, x);
 
   std::vector<float> wrong(w * h + 1);
@@ -425,7 +475,7 @@ TEST_CASE("pitched 3D buffers round-trip random extents, laid out slice by slice
   s.synchronize();
   curt_test::require_same_bytes(back, x);
   back = poisoned<int>(w * h * depth);
-  curt::copy(back, q);
+  curt::copy_and_wait(back, q, s);
   curt_test::require_same_bytes(back, x);
 
   std::vector<int> wrong(w * h * depth + 1);

@@ -601,7 +601,7 @@ TEST_CASE("green streams are curt::streams: copies, fills, waits, events, timers
     for (std::size_t i = 0; i < n; ++i) bad += host_out.data()[i] != a * x[i] + b;
     CHECK(bad == 0);
     std::vector<unsigned> back(n, 0u);
-    curt::copy(back, filled);
+    curt::copy_and_wait(back, filled, s);
     CHECK(std::count(back.begin(), back.end(), filler) == static_cast<std::ptrdiff_t>(n));
   }
 

@@ -168,6 +168,21 @@ TEST_CASE("mapped host memory is written by a kernel and read by the host") {
     s.synchronize();
     curt_test::require_same_bytes(out, want);
   }
+  SECTION("pinned_buffer without flags, under unified addressing") {
+    if (!d.attribute<cudaDevAttrUnifiedAddressing>()) {
+      WARN("device 0 has no unified addressing: only mapped memory is reachable");
+      return;
+    }
+    curt::pinned_buffer<float> in(d, n), out(d, n);
+    std::memcpy(in.data(), x.data(), n * sizeof(float));
+    std::memset(out.data(), 0xFF, out.size_bytes());
+    CHECK(in.device_pointer() == in.data());
+    curt::launch(s, config_for(n), curt_test::slow_affine,
+                 static_cast<const float*>(in.device_pointer()), out.device_pointer(), count, a,
+                 b, 0ull);
+    s.synchronize();
+    curt_test::require_same_bytes(out, want);
+  }
   SECTION("host_registration with register_flags::mapped") {
     curt_test::page_array<float> in_host(x), out(n);
     out.poison();
@@ -300,8 +315,11 @@ TEST_CASE("empty, moved-from and released buffers fail every access, saying whic
                                 {"moved-from", "pinned_buffer<int>", "operator[]"});
   curt_test::require_cuda_error([&] { (void)pinned.begin(); }, cudaErrorInvalidResourceHandle,
                                 {"moved-from", "begin()"});
-  curt_test::require_cuda_error([&] { (void)pinned_owner.device_pointer(); },
-                                cudaErrorInvalidValue, {"pinned_flags::mapped"});
+  if (d.attribute<cudaDevAttrUnifiedAddressing>())  // every device reaches it by its address
+    CHECK(pinned_owner.device_pointer() == pinned_owner.data());
+  else
+    curt_test::require_cuda_error([&] { (void)pinned_owner.device_pointer(); },
+                                  cudaErrorInvalidValue, {"pinned_flags::mapped"});
 
   curt::managed_buffer<double> managed(curt::no_handle);
   curt_test::require_cuda_error([&] { managed.attach(s); }, cudaErrorInvalidResourceHandle,
@@ -363,7 +381,7 @@ TEST_CASE("buffers of zero elements allocate nothing and are valid") {
   CHECK(registration.valid());
   CHECK(registration.size_bytes() == 0);
   curt::copy(device, none, s);
-  curt::copy(none, device);
+  curt::copy_and_wait(none, device, s);
   curt::fill(device, 1.0f, s);
   curt::memset(managed, 0, s);
   curt::prefetch(managed, curt::memory_location::device(d), s);

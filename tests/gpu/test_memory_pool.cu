@@ -12,7 +12,9 @@
 #include <device_array.hpp>
 #include <expect.hpp>
 #include <host_helpers.hpp>
+#include <kernels.cuh>
 
+#include <curt/copy.hpp>
 #include <curt/device.hpp>
 #include <curt/error.hpp>
 #include <curt/launch.hpp>
@@ -433,6 +435,32 @@ TEST_CASE("async_buffer frees on its stream, in stream order, or on another stre
                                   {"async_buffer<int>::data()", "freed"});
     curt_test::require_cuda_error([&] { b.free(); }, cudaErrorInvalidResourceHandle,
                                   {"async_buffer<int>::free()", "freed"});
+  }
+  SECTION("used by a kernel on another stream: free_after orders the free after it") {
+    // Without free_after, the free on s does not wait for the kernel on `other`, and the next
+    // allocation on s takes the same memory while the kernel still writes it.
+    device_array<int> in(static_cast<std::size_t>(n));
+    in.upload(curt_test::random_ints(std::size_t(n), -1000, 1000));
+    const int marker = curt_test::random_ints(1, -100000, -2000)[0];  // never in - 1 here
+    void* first = nullptr;
+    {
+      curt::async_buffer<int> b = pool.allocate<int>(std::size_t(n), s);
+      first = b.data();
+      other.wait(s);  // the allocation comes before its use on `other`
+      curt::launch(other, config_for(n), curt_test::slow_affine_int,
+                   static_cast<const int*>(in.get()), b.data(), n, 1, -1, 200'000'000ull);
+      b.free_after(other);
+    }  // cudaFreeAsync on s
+    curt::async_buffer<int> next = pool.allocate<int>(std::size_t(n), s);
+    REQUIRE(static_cast<void*>(next.data()) == first);  // the premise: the memory is reused
+    curt::launch(s, config_for(n), fill, next.data(), n, marker);
+    std::vector<int> back(std::size_t(n), 0);
+    curt::copy_and_wait(back, next, s);
+    other.synchronize();
+    std::size_t overwritten = 0;
+    for (int v : back) overwritten += v != marker;
+    INFO(overwritten << " of " << n << " elements written by the kernel after the free");
+    CHECK(overwritten == 0);
   }
   SECTION("0 elements allocate nothing and free nothing") {
     curt::async_buffer<int> b = pool.allocate<int>(0, s);

@@ -41,7 +41,7 @@ void check_order(curt::stream_ref producer, curt::stream_ref consumer, Order ord
   curt::device d(0);
   curt::device_buffer<float> dx(d, x.size()), y(d, x.size()), out(d, x.size());
   curt::pinned_buffer<float> back(d, x.size());
-  curt::copy(dx, x);
+  curt::copy_and_wait(dx, x, curt::stream_ref::per_thread_default());
   REQUIRE(cudaMemset(y.data(), 0xFF, y.size_bytes()) == cudaSuccess);  // NaN poison
   REQUIRE(cudaMemset(out.data(), 0xFF, out.size_bytes()) == cudaSuccess);
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
@@ -117,7 +117,7 @@ TEST_CASE("in a per-thread unit, CURT_DRIVER_CALL finds the stream functions at 
   CHECK(cudaEventQuery(e) == cudaSuccess);
   CHECK(CURT_DRIVER_FUNCTION(cuStreamQuery, 2000)(nullptr) == CUDA_SUCCESS);
   std::vector<int> back(static_cast<std::size_t>(n), 0);
-  curt::copy(back, b);
+  curt::copy_and_wait(back, b, curt::stream_ref::per_thread_default());
   CHECK(std::count(back.begin(), back.end(), value) == n);
   CHECK(cudaEventDestroy(e) == cudaSuccess);
 }
@@ -159,9 +159,8 @@ TEST_CASE("in a per-thread unit, fill of 2- and 4-byte values works on stream 0 
     curt::fill(b, i16, target);
     std::vector<std::int32_t> back_a(n);
     std::vector<std::int16_t> back_b(n);
-    target.synchronize();
-    curt::copy(back_a, a);
-    curt::copy(back_b, b);
+    curt::copy(back_a, a, target);
+    curt::copy_and_wait(back_b, b, target);
     CHECK(std::count(back_a.begin(), back_a.end(), i32) == static_cast<std::ptrdiff_t>(n));
     CHECK(std::count(back_b.begin(), back_b.end(), i16) == static_cast<std::ptrdiff_t>(n));
   }

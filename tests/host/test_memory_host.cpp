@@ -167,8 +167,9 @@ TEST_CASE("zero-size buffers allocate nothing, and owners without memory say whi
 
   // Copies from an owner without memory name it before anything else.
   std::vector<float> host(4);
-  curt_test::require_cuda_error([&] { curt::copy(host, zero); }, cudaErrorInvalidResourceHandle,
-                                {"moved-from"});
+  curt_test::require_cuda_error(
+      [&] { curt::copy(host, zero, curt::stream_ref::legacy_default()); },
+      cudaErrorInvalidResourceHandle, {"moved-from"});
 
   // adopt: null only with a count of 0.
   curt_test::require_cuda_error([&] { (void)curt::device_buffer<float>::adopt(d, nullptr, 3); },
@@ -207,20 +208,21 @@ TEST_CASE("zero-size buffers allocate nothing, and owners without memory say whi
 TEST_CASE("copies between host ranges of different sizes are refused before CUDA") {
   std::vector<float> three(3);
   std::array<float, 5> five{};
-  curt_test::require_cuda_error([&] { curt::copy(three, five); }, cudaErrorInvalidValue,
-                                {"destination of 3 elements", "source of 5 elements",
-                                 "12 bytes", "20 bytes"});
+  curt_test::require_cuda_error(
+      [&] { curt::copy_and_wait(three, five, curt::stream_ref::legacy_default()); },
+      cudaErrorInvalidValue,
+      {"destination of 3 elements", "source of 5 elements", "12 bytes", "20 bytes"});
   curt_test::require_cuda_error(
       [&] { curt::copy(five, three, curt::stream_ref::legacy_default()); },
       cudaErrorInvalidValue, {"destination of 5 elements", "source of 3 elements"});
   curt::device d = unused_device();
   curt::pitched_buffer<float> image(d, 0, 7);
   std::vector<float> pixels(3);
-  curt_test::require_cuda_error([&] { curt::copy(image, pixels); }, cudaErrorInvalidValue,
-                                {"0 x 7", "must hold exactly", "holds 3"});
+  curt_test::require_cuda_error(
+      [&] { curt::copy(image, pixels, curt::stream_ref::legacy_default()); },
+      cudaErrorInvalidValue, {"0 x 7", "must hold exactly", "holds 3"});
   // Copies of nothing call nothing.
   std::vector<float> empty_a, empty_b;
-  curt::copy(empty_a, empty_b);
   curt::copy(empty_a, empty_b, curt::stream_ref::legacy_default());
 }
 

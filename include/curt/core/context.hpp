@@ -109,7 +109,7 @@ inline constexpr any_context_t any_context{};
 /// and, on a thread with no current context only (one cuCtxGetCurrent otherwise):
 ///   context_scope in(for_stream, stream);     // the stream's own; for a default-stream handle,
 ///                                             // the runtime device's primary, as the runtime
-///   context_scope in(for_memory, a, b);       // a's own, else a's device's primary, else b's
+///   context_scope in(for_memory, pointer);    // the memory's own, else its device's primary
 ///   context_scope in(any_context);            // an active primary context, the runtime
 ///                                             // device's first, else the runtime device's
 class context_scope {
@@ -135,11 +135,17 @@ class context_scope {
                   "context current, before it is used again)");
     push(context);
   }
-  context_scope(for_memory_t, const void* memory, const void* other = nullptr) {
+  context_scope(for_memory_t, const void* memory) {
     if (CURT_LIKELY(current_context() != nullptr)) return;
-    CUcontext context = memory_context(memory);
-    if (context == nullptr && other != nullptr) context = memory_context(other);
-    push(context != nullptr ? context : active_primary_context());  // memory CUDA does not know
+    CUcontext own = nullptr;
+    int ordinal = -1;
+    if (query_pointer(&own, driver_fn::pointer_attribute_context, memory) == 0 && own)
+      push(own);
+    else if (query_pointer(&ordinal, driver_fn::pointer_attribute_device_ordinal, memory) == 0 &&
+             ordinal >= 0)
+      push(primary_context(ordinal));  // pool memory names no context
+    else
+      push(active_primary_context());  // memory CUDA does not know
   }
   explicit context_scope(any_context_t) {
     if (CURT_LIKELY(current_context() != nullptr)) return;
@@ -163,18 +169,6 @@ class context_scope {
   static int query_pointer(void* data, int attribute, const void* memory) {
     const auto address = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(memory));
     return CURT_DETAIL_DRIVER_FUNCTION(cuPointerGetAttribute, 4000)(data, attribute, address);
-  }
-
-  /// The memory's own context, else its device's primary (pool memory names no context); null
-  /// for memory CUDA does not know.
-  static CUcontext memory_context(const void* memory) {
-    CUcontext own = nullptr;
-    int ordinal = -1;
-    if (query_pointer(&own, driver_fn::pointer_attribute_context, memory) == 0 && own) return own;
-    if (query_pointer(&ordinal, driver_fn::pointer_attribute_device_ordinal, memory) == 0 &&
-        ordinal >= 0)
-      return primary_context(ordinal);
-    return nullptr;
   }
 
  private:

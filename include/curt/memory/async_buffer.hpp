@@ -62,7 +62,8 @@ struct async_memory_kind {
 }  // namespace detail
 
 /// `size()` elements of T (not initialized), freed on its stream when destroyed (cudaFreeAsync,
-/// after the work queued there before; the stream must still exist). Move-only; an empty,
+/// after the work queued there before, and after other streams' work given to free_after; the
+/// stream must still exist: declare a stream before the buffers that free on it). Move-only; an empty,
 /// moved-from, released or freed buffer holds nothing and says which. A default stream's buffer
 /// frees on that default stream of the context it was allocated in (the per-thread one is the
 /// destroying thread's: free(stream) one made on another thread). While a green context is
@@ -90,6 +91,16 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
   stream_ref stream() const {
     (void)this->native("stream()");
     return this->place_.stream;
+  }
+  /// Orders the free after the work queued on `other` so far (a kernel there that uses the
+  /// memory): from now on the buffer's stream waits for that work (an event recorded on
+  /// `other`). Call it after the last use on each other stream; the free, on the buffer's
+  /// stream, then cannot hand the memory to another allocation while such a use still runs.
+  void free_after(stream_ref other) {
+    (void)this->native("free_after(stream)");
+    detail::context_scope in;
+    if (this->place_.context != nullptr) in.push(this->place_.context);  // a default stream's
+    this->place_.stream.wait(other);
   }
   /// Frees now, on the buffer's stream (after the work submitted to it so far).
   void free() {

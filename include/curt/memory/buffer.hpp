@@ -223,12 +223,16 @@ class pinned_buffer : public detail::buffer<T, detail::pinned_memory_kind> {
   }
 
   pinned_flags flags() const noexcept { return flags_; }
-  /// The address kernels use for this memory (with pinned_flags::mapped only).
+  /// The address kernels use for this memory: data() itself where the device has unified
+  /// addressing (there every device reaches cudaHostAlloc memory, whatever its flags), else the
+  /// mapped address (with pinned_flags::mapped only).
   T* device_pointer() const {
-    return static_cast<T*>(detail::mapped_pointer(
-        const_cast<T*>(this->native("device_pointer()")), has_flag(flags_, pinned_flags::mapped),
-        this->place_, detail::owner_name<T>("pinned_buffer"), "pinned_flags::mapped",
-        "pinned_buffer"));
+    T* host = const_cast<T*>(this->native("device_pointer()"));
+    if (detail::cached_properties(this->place_.ordinal).unifiedAddressing) return host;
+    return static_cast<T*>(detail::mapped_pointer(host, has_flag(flags_, pinned_flags::mapped),
+                                                  this->place_,
+                                                  detail::owner_name<T>("pinned_buffer"),
+                                                  "pinned_flags::mapped", "pinned_buffer"));
   }
 
  private:

@@ -1,16 +1,18 @@
 // curt/memory/copy.hpp: typed copies, fills and memsets between contiguous ranges, host or device.
 //
-//   curt::copy(dst, src);           // cudaMemcpy: returns when the copy is done (but see below)
-//   curt::copy(dst, src, stream);   // cudaMemcpyAsync on the stream
-//   curt::fill(dst, value, stream); // every element = value
+//   curt::copy(dst, src, stream);          // cudaMemcpyAsync on the stream
+//   curt::copy_and_wait(dst, src, stream); // the same, and waits for the stream
+//   curt::fill(dst, value, stream);        // every element = value
 //   curt::memset(dst, byte, stream);
+//   curt::copy_n(dst, src, n, stream);     // raw pointers; fill_n and memset_n as well
 //
 // A range has data() and size() (curt's buffers, spans, std::vector, std::array). Both hold one
 // trivially copyable type and as many elements, or the copy throws before CUDA is called (copy
 // part of a range through curt::span, <curt/span.hpp>); cudaMemcpyDefault finds where memory
-// lives. A copy is the raw call and synchronizes as much: cudaMemcpy may return before a device to
-// device copy is done; cudaMemcpyAsync follows the runtime's rules for pageable memory. Where no
-// context is current, calls run in the stream's context (copy(dst, src): the destination's).
+// lives. Every copy names its stream: one on no stream (cudaMemcpy, the legacy default stream)
+// would not wait for curt's streams, which do not block on it, and could read what a kernel
+// still writes, so copy(dst, src) does not compile. cudaMemcpyAsync follows the runtime's rules
+// for pageable memory. Where no context is current, calls run in the stream's context.
 #pragma once
 
 #include <curt/core/context.hpp>
@@ -110,26 +112,6 @@ __global__ void fill_kernel(T* data, std::size_t count, T value) {
 
 }  // namespace detail
 
-/// Copies src into dst (cudaMemcpy); sizes must match. Returns once the copy is done, except
-/// where cudaMemcpy returns earlier (see the file comment).
-template <class Dst, class Src, bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
-void copy(Dst&& dst, const Src& src) {
-  if constexpr (detail::copyable_ranges<Dst, Src>()) {
-    using T = detail::range_value_t<Dst>;
-    T* d = dst.data();
-    const T* s = src.data();
-    std::size_t n = dst.size();
-    if (CURT_UNLIKELY(n != static_cast<std::size_t>(src.size())))
-      detail::throw_size_mismatch("copy", n, static_cast<std::size_t>(src.size()), sizeof(T));
-    if (n == 0) return;
-    detail::context_scope in(detail::for_memory, d, s);
-    // The template argument keeps the per-thread flavour (cudaMemcpy_ptds) apart.
-    detail::check(cudaMemcpy(d, s, n * sizeof(T), cudaMemcpyDefault), "cudaMemcpy",
-                  {{"bytes", static_cast<long long>(n * sizeof(T))}, "cudaMemcpyDefault"},
-                  __FILE__, __LINE__);
-  }
-}
-
 /// Copies src into dst on `stream` (cudaMemcpyAsync); sizes must match. Both must live on until
 /// the stream reaches the copy: a temporary that owns its elements (a std::vector, a buffer) does
 /// not compile, one that holds them inside itself (a cuda::std::array) throws.
@@ -156,6 +138,32 @@ template <class Dst, class Src, std::enable_if_t<!std::is_lvalue_reference_v<Src
 void copy(Dst&& dst, Src&& src, stream_ref stream) {
   detail::check_kept_range<Src>(src, "curt::copy(dst, src, stream): the source");
   copy(std::forward<Dst>(dst), static_cast<const std::remove_reference_t<Src>&>(src), stream);
+}
+
+/// Copies src into dst on `stream` and waits for the stream: the copy comes after the work queued
+/// there before it (a kernel that writes src), and dst holds the data on return. Either range may
+/// be a temporary.
+template <class Dst, class Src>
+void copy_and_wait(Dst&& dst, const Src& src, stream_ref stream) {
+  // Unqualified, so that ADL finds the overloads of later headers (pitched.hpp); a braced stream
+  // keeps std::copy, which ADL finds for std ranges, out: it cannot deduce its iterator from it.
+  copy(dst, src, {stream});
+  stream.synchronize();
+}
+
+/// Refused: a copy with no stream would be ordered after no work on curt's streams (they do not
+/// block on the legacy default stream), so it could read memory a kernel is still writing.
+template <class Dst, class Src>
+void copy(Dst&&, const Src&) {
+  static_assert(detail::dependent_false<Dst>,
+                "curt::copy(dst, src) needs the stream it comes after: copy_and_wait(dst, src, "
+                "stream) copies and waits; copy(dst, src, stream) only queues the copy");
+}
+
+/// Copies n elements from src to dst on `stream` (raw pointers; see copy(dst, src, stream)).
+template <class T>
+void copy_n(T* dst, const T* src, std::size_t n, stream_ref stream) {
+  curt::copy(detail::pointer_range<T>{dst, n}, detail::pointer_range<const T>{src, n}, stream);
 }
 
 /// Sets every byte of dst's elements to `byte` on `stream` (cudaMemsetAsync); device-addressable
@@ -227,6 +235,18 @@ void fill(Dst&& dst, const detail::range_value_t<Dst>& value, stream_ref stream)
     }
 #endif
   }
+}
+
+/// Sets the bytes of `count` elements from `first` to `byte` on `stream` (a raw pointer).
+template <class T>
+void memset_n(T* first, std::size_t count, unsigned char byte, stream_ref stream) {
+  curt::memset(detail::pointer_range<T>{first, count}, byte, stream);
+}
+
+/// Sets `count` elements from `first` to `value` on `stream` (a raw pointer; see fill).
+template <class T>
+void fill_n(T* first, std::size_t count, const std::remove_cv_t<T>& value, stream_ref stream) {
+  curt::fill(detail::pointer_range<T>{first, count}, value, stream);
 }
 
 }  // namespace curt

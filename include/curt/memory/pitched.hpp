@@ -62,25 +62,20 @@ inline std::size_t checked_product(std::size_t a, std::size_t b, const std::stri
 }
 
 // One 3D copy (width in bytes): on `stream`, or synchronous where it is null (no stream_ref is).
-template <bool PerThreadDefault>
-void copy_3d(cudaPitchedPtr dst, cudaPitchedPtr src, cudaExtent extent, cudaStream_t stream) {
+inline void copy_3d(cudaPitchedPtr dst, cudaPitchedPtr src, cudaExtent extent,
+                    cudaStream_t stream) {
   if (extent.width == 0 || extent.height == 0 || extent.depth == 0) return;
   cudaMemcpy3DParms parameters{};
   parameters.srcPtr = src;
   parameters.dstPtr = dst;
   parameters.extent = extent;
   parameters.kind = cudaMemcpyDefault;
-  const auto w = static_cast<long long>(extent.width), h = static_cast<long long>(extent.height),
-             d = static_cast<long long>(extent.depth);
-  if (stream != nullptr) {
-    context_scope in(for_stream, stream);
-    check(cudaMemcpy3DAsync(&parameters, stream), "cudaMemcpy3DAsync",
-          {{"width bytes", w}, {"height", h}, {"depth", d}, "stream"}, __FILE__, __LINE__);
-  } else {
-    context_scope in(for_memory, dst.ptr, src.ptr);
-    check(cudaMemcpy3D(&parameters), "cudaMemcpy3D",
-          {{"width bytes", w}, {"height", h}, {"depth", d}}, __FILE__, __LINE__);
-  }
+  context_scope in(for_stream, stream);
+  check(cudaMemcpy3DAsync(&parameters, stream), "cudaMemcpy3DAsync",
+        {{"width bytes", static_cast<long long>(extent.width)},
+         {"height", static_cast<long long>(extent.height)},
+         {"depth", static_cast<long long>(extent.depth)}, "stream"},
+        __FILE__, __LINE__);
 }
 
 }  // namespace detail
@@ -180,8 +175,8 @@ CURT_COLD std::string extent_text(const basic_pitched_buffer<T, D>& p) {
 }
 
 // Copies between a pitched buffer and a dense range of its extents (`to_pitched` says which
-// way); on `stream`, or synchronous where it is null.
-template <bool PerThreadDefault, class E, class T, int D>
+// way) on `stream`.
+template <class E, class T, int D>
 void copy_dense(const basic_pitched_buffer<T, D>& pitched, E* dense, std::size_t count,
                 bool to_pitched, cudaStream_t stream) {
   static_assert(std::is_same_v<std::remove_cv_t<E>, T>,
@@ -198,10 +193,10 @@ void copy_dense(const basic_pitched_buffer<T, D>& pitched, E* dense, std::size_t
               ") in row-major order; it holds " + std::to_string(count),
           __FILE__, __LINE__);
   const cudaPitchedPtr d{const_cast<T*>(dense), e.width, e.width, e.height};
-  copy_3d<PerThreadDefault>(to_pitched ? p : d, to_pitched ? d : p, e, stream);
+  copy_3d(to_pitched ? p : d, to_pitched ? d : p, e, stream);
 }
 
-template <bool PerThreadDefault, class T, int D>
+template <class T, int D>
 void copy_between(basic_pitched_buffer<T, D>& dst, const basic_pitched_buffer<T, D>& src,
                   cudaStream_t stream) {
   const cudaPitchedPtr d = dst.native(), s = src.native();
@@ -211,7 +206,7 @@ void copy_between(basic_pitched_buffer<T, D>& dst, const basic_pitched_buffer<T,
           "the extents differ: the destination is " + extent_text(dst) + " elements, the source " +
               extent_text(src),
           __FILE__, __LINE__);
-  copy_3d<PerThreadDefault>(d, s, de, stream);
+  copy_3d(d, s, de, stream);
 }
 
 template <class Range>
@@ -223,42 +218,24 @@ constexpr bool dense_range() {
 
 }  // namespace detail
 
-// Copies with a pitched buffer on one side or both: the dense side is width x height (x depth)
-// elements in row-major order. Synchronous (cudaMemcpy3D) or on a stream (cudaMemcpy3DAsync).
-// PerThreadDefault keeps the instantiations of --default-stream per-thread translation units
-// (where cudaMemcpy3D is cudaMemcpy3D_ptds) apart.
-#define CURT_DETAIL_PTDS bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM
-template <class T, int D, class Range, CURT_DETAIL_PTDS>
+// Copies with a pitched buffer on one side or both, on a stream (cudaMemcpy3DAsync): the dense
+// side is width x height (x depth) elements in row-major order.
+template <class T, int D, class Range>
 void copy(basic_pitched_buffer<T, D>& dst, const Range& src, stream_ref stream) {
   if constexpr (detail::dense_range<Range>())
-    detail::copy_dense<PerThreadDefault>(dst, src.data(), src.size(), true, stream.get());
+    detail::copy_dense(dst, src.data(), src.size(), true, stream.get());
 }
-template <class T, int D, class Range, CURT_DETAIL_PTDS>
-void copy(basic_pitched_buffer<T, D>& dst, const Range& src) {
-  if constexpr (detail::dense_range<Range>())
-    detail::copy_dense<PerThreadDefault>(dst, src.data(), src.size(), true, nullptr);
-}
-template <class Range, class T, int D, CURT_DETAIL_PTDS>
+template <class Range, class T, int D>
 void copy(Range&& dst, const basic_pitched_buffer<T, D>& src, stream_ref stream) {
   detail::check_kept_range<Range>(dst, "curt::copy(dst, pitched, stream): the destination");
   if constexpr (detail::dense_range<Range>())
-    detail::copy_dense<PerThreadDefault>(src, dst.data(), dst.size(), false, stream.get());
+    detail::copy_dense(src, dst.data(), dst.size(), false, stream.get());
 }
-template <class Range, class T, int D, CURT_DETAIL_PTDS>
-void copy(Range&& dst, const basic_pitched_buffer<T, D>& src) {
-  if constexpr (detail::dense_range<Range>())
-    detail::copy_dense<PerThreadDefault>(src, dst.data(), dst.size(), false, nullptr);
-}
-template <class T, int D, CURT_DETAIL_PTDS>
+template <class T, int D>
 void copy(basic_pitched_buffer<T, D>& dst, const basic_pitched_buffer<T, D>& src,
           stream_ref stream) {
-  detail::copy_between<PerThreadDefault>(dst, src, stream.get());
+  detail::copy_between(dst, src, stream.get());
 }
-template <class T, int D, CURT_DETAIL_PTDS>
-void copy(basic_pitched_buffer<T, D>& dst, const basic_pitched_buffer<T, D>& src) {
-  detail::copy_between<PerThreadDefault>(dst, src, nullptr);
-}
-#undef CURT_DETAIL_PTDS
 
 /// Sets every byte of the buffer's rows (not the padding) to `byte` on `stream`.
 template <class T, int D>

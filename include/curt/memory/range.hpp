@@ -58,6 +58,15 @@ class element_view {
   std::size_t size_;
 };
 
+/// A range of `size` elements at `data` (copy_n, fill_n, memset_n): a view, trivially copyable.
+template <class T>
+struct pointer_range {
+  T* pointer;
+  std::size_t count;
+  T* data() const noexcept { return pointer; }
+  std::size_t size() const noexcept { return count; }
+};
+
 template <class R, class = void>
 struct has_data_and_size : std::false_type {};
 template <class R>
