@@ -16,6 +16,7 @@
 #include <curt/copy.hpp>
 #include <curt/detail/driver.hpp>
 #include <curt/device.hpp>
+#include <curt/graph_capture.hpp>
 #include <curt/launch.hpp>
 #include <curt/memory.hpp>
 #include <curt/pitched.hpp>
@@ -194,6 +195,22 @@ TEST_CASE("copy_and_wait reads what a kernel queued before it on the stream wrot
   }
   INFO(bad << " of " << n << " differ from the kernel's results (NaN: the copy did not wait)");
   CHECK(bad == 0);
+}
+
+TEST_CASE("copy_and_wait refuses a capturing stream before it queues anything; the capture goes on",
+          "[api-error]") {
+  curt::device d(0);
+  curt::stream s(d);
+  std::vector<float> x = curt_test::random_floats(16);
+  curt::device_buffer<float> b(d, 16);
+  curt::capture_scope capture(s);
+  curt_test::require_cuda_error([&] { curt::copy_and_wait(b, x, s); },
+                                cudaErrorStreamCaptureUnsupported,
+                                {"curt::copy_and_wait", "being captured", "nothing was queued"});
+  CHECK(s.is_capturing());  // not invalidated
+  curt::copy(b, x, s);      // the copy itself is captured
+  curt::graph g = capture.end();
+  CHECK(g.node_count() == 1);
 }
 
 TEST_CASE("copy_n, fill_n and memset_n work on raw pointers") {

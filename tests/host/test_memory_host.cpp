@@ -209,7 +209,7 @@ TEST_CASE("copies between host ranges of different sizes are refused before CUDA
   std::vector<float> three(3);
   std::array<float, 5> five{};
   curt_test::require_cuda_error(
-      [&] { curt::copy_and_wait(three, five, curt::stream_ref::legacy_default()); },
+      [&] { curt::copy(three, five, curt::stream_ref::legacy_default()); },
       cudaErrorInvalidValue,
       {"destination of 3 elements", "source of 5 elements", "12 bytes", "20 bytes"});
   curt_test::require_cuda_error(

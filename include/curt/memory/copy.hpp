@@ -142,9 +142,15 @@ void copy(Dst&& dst, Src&& src, stream_ref stream) {
 
 /// Copies src into dst on `stream` and waits for the stream: the copy comes after the work queued
 /// there before it (a kernel that writes src), and dst holds the data on return. Either range may
-/// be a temporary.
+/// be a temporary. A capturing stream is refused before anything is queued (a wait there would
+/// invalidate the capture).
 template <class Dst, class Src>
 void copy_and_wait(Dst&& dst, const Src& src, stream_ref stream) {
+  if (CURT_UNLIKELY(stream.is_capturing()))
+    detail::raise(cudaErrorStreamCaptureUnsupported, "curt::copy_and_wait(dst, src, stream)",
+                  "the stream is being captured, and CUDA cannot wait during a capture (it would "
+                  "invalidate it); nothing was queued: copy(dst, src, stream) captures the copy",
+                  __FILE__, __LINE__);
   // Unqualified, so that ADL finds the overloads of later headers (pitched.hpp); a braced stream
   // keeps std::copy, which ADL finds for std ranges, out: it cannot deduce its iterator from it.
   copy(dst, src, {stream});
