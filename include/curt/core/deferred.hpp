@@ -87,8 +87,7 @@ class deferred_work {
     std::lock_guard<std::mutex> lock(mutex_);
     entry* e = find(id);
     if (!e || !e->error) return nullptr;
-    std::exception_ptr error = std::move(e->error);
-    e->error = nullptr;
+    std::exception_ptr error = std::exchange(e->error, nullptr);
     pending_.fetch_sub(1, order::relaxed);
     forget_if_done(e);
     return error;
@@ -103,11 +102,8 @@ class deferred_work {
       std::lock_guard<std::mutex> lock(mutex_);
       entry* e = find(id);
       if (!e) return;
-      if (e->error) {
-        kept = std::move(e->error);
-        e->error = nullptr;
-        pending_.fetch_sub(1, order::relaxed);
-      }
+      if (e->error) pending_.fetch_sub(1, order::relaxed);
+      kept = std::exchange(e->error, nullptr);
       e->stream_gone = true;
       forget_if_done(e);
     }
