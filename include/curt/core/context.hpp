@@ -90,6 +90,14 @@ inline bool green_context_current() {
          green != nullptr;
 }
 
+/// Whether a context of device `ordinal` is current (one device_guard keeps).
+inline bool device_context_current(int ordinal) {
+  CUdevice device = -1;
+  return current_context() != nullptr &&
+         CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetDevice, 2000)(&device) == 0 &&
+         device == driver_device(ordinal);
+}
+
 // Tags for the context a call needs where no context is current (see context_scope).
 struct for_stream_t {
   explicit for_stream_t() = default;
@@ -206,12 +214,8 @@ class context_scope {
 class device_guard {
  public:
   explicit device_guard(device d) {
-    CUdevice of_current = -1;
-    if (detail::current_context() != nullptr &&
-        CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetDevice, 2000)(&of_current) == 0 &&
-        of_current == detail::driver_device(d.ordinal()))
-      return;
-    scope_.push(detail::primary_context(d.ordinal()));
+    if (!detail::device_context_current(d.ordinal()))
+      scope_.push(detail::primary_context(d.ordinal()));
   }
 
  private:

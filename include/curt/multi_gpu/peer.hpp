@@ -31,12 +31,7 @@ namespace detail {
 // Whether device_guard(device `ordinal`) would find a context that exists already (a current
 // context of the device, or its active primary context) rather than make one.
 inline bool context_of_device_exists(int ordinal) {
-  CUdevice current = -1;
-  if (current_context() != nullptr &&
-      CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetDevice, 2000)(&current) == 0 &&
-      current == driver_device(ordinal))
-    return true;
-  return primary_context_active(ordinal);
+  return device_context_current(ordinal) || primary_context_active(ordinal);
 }
 
 inline std::string peer_call(const char* function, int ordinal, int peer) {
