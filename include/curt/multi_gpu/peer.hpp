@@ -39,8 +39,10 @@ inline std::string peer_call(const char* function, int ordinal, int peer) {
          std::to_string(peer) + ")";
 }
 
-[[noreturn]] CURT_COLD inline void throw_same_device_peer(const char* function, int ordinal) {
-  raise(cudaErrorInvalidDevice, peer_call(function, ordinal, ordinal),
+// Refuses d == peer: a device and its peer are two devices.
+inline void require_two_devices(const char* function, device d, device peer) {
+  if (CURT_LIKELY(d != peer)) return;
+  raise(cudaErrorInvalidDevice, peer_call(function, d.ordinal(), d.ordinal()),
         "a device and its peer must be two different devices: a device always addresses its "
         "own memory",
         __FILE__, __LINE__);
@@ -147,8 +149,7 @@ inline bool can_access_peer(device d, device peer) {
 /// enabled it, false when it was enabled already (not an error). Throws cuda_error for d == peer
 /// and, saying why, where the two devices have no peer path (cudaErrorPeerAccessUnsupported).
 inline bool enable_peer_access(device d, device peer) {
-  if (CURT_UNLIKELY(d == peer))
-    detail::throw_same_device_peer("curt::enable_peer_access", d.ordinal());
+  detail::require_two_devices("curt::enable_peer_access", d, peer);
   (void)detail::primary_context(peer.ordinal());  // kept: the access must outlive this call
   return detail::set_peer_access(d, peer, true);
 }
@@ -158,8 +159,7 @@ inline bool enable_peer_access(device d, device peer) {
 /// not (not an error). Where d has no context yet, nothing can have been enabled: false, and no
 /// context is made.
 inline bool disable_peer_access(device d, device peer) {
-  if (CURT_UNLIKELY(d == peer))
-    detail::throw_same_device_peer("curt::disable_peer_access", d.ordinal());
+  detail::require_two_devices("curt::disable_peer_access", d, peer);
   return detail::context_of_device_exists(d.ordinal()) && detail::set_peer_access(d, peer, false);
 }
 
@@ -172,8 +172,7 @@ inline bool disable_peer_access(device d, device peer) {
 class peer_access_scope {
  public:
   peer_access_scope(curt::device d, curt::device peer) : device_(d), peer_(peer) {
-    if (CURT_UNLIKELY(d == peer))
-      detail::throw_same_device_peer("curt::peer_access_scope", d.ordinal());
+    detail::require_two_devices("curt::peer_access_scope", d, peer);
     device_guard guard(d);  // the context enable_peer_access enables in
     context_ = detail::current_context();
     detail::context_scope in_primary;  // for a green context: its device's primary context
@@ -213,8 +212,7 @@ class peer_access_scope {
 
 /// One attribute of the link from device `from` to device `to` (cudaDeviceGetP2PAttribute).
 inline int peer_attribute(device from, device to, cudaDeviceP2PAttr attribute) {
-  if (CURT_UNLIKELY(from == to))
-    detail::throw_same_device_peer("curt::peer_attribute", from.ordinal());
+  detail::require_two_devices("curt::peer_attribute", from, to);
   int value = 0;
   detail::check(cudaDeviceGetP2PAttribute(&value, attribute, from.ordinal(), to.ordinal()),
                 "cudaDeviceGetP2PAttribute",
@@ -251,8 +249,7 @@ inline peer_link peer_attributes(device from, device to) {
 /// none (cudaDeviceGetP2PAtomicCapabilities, CUDA 13.0). Read it with peer_link: driver 580 on an
 /// NVLink H200 pair reports full native atomics there and a mask of 0 for every operation here.
 inline unsigned peer_atomic_capabilities(device from, device to, cudaAtomicOperation operation) {
-  if (CURT_UNLIKELY(from == to))
-    detail::throw_same_device_peer("curt::peer_atomic_capabilities", from.ordinal());
+  detail::require_two_devices("curt::peer_atomic_capabilities", from, to);
   unsigned capabilities = 0;
   const int a = from.ordinal(), b = to.ordinal();
   detail::check(
