@@ -26,7 +26,6 @@
 #  error "<curt/nccl.hpp> needs NCCL's <nccl.h>: install NCCL and link curt::nccl (CMake)"
 #endif
 
-#include <curt/core/atomic.hpp>
 #include <curt/core/context.hpp>
 #include <curt/core/device.hpp>
 #include <curt/core/driver.hpp>
@@ -315,9 +314,8 @@ class nccl_communicator : public detail::unique_handle<nccl_communicator_ref, de
     return owners;
   }
   static std::vector<nccl_communicator> create_all() {  ///< over every visible device
-    std::vector<curt::device> all;
-    for (curt::device d : devices()) all.push_back(d);
-    return create_all(all);
+    const device_range all = devices();
+    return create_all(std::vector<curt::device>(all.begin(), all.end()));
   }
 
   /// Takes ownership of a communicator the caller made (also if this throws).
