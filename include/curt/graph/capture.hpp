@@ -85,13 +85,11 @@ inline CUcontext begin_capture(cudaStream_t stream, capture_mode mode, cudaGraph
                                const node_dependencies& after) {
   CUcontext context = context_of(stream);
   const auto native_mode = static_cast<cudaStreamCaptureMode>(mode);
-  cudaError_t status;
-  {
-    context_scope in(context);
-    status = target ? cudaStreamBeginCaptureToGraph(stream, target, after.nodes(), after.data(),
-                                                    after.size(), native_mode)
-                    : cudaStreamBeginCapture(stream, native_mode);
-  }
+  const cudaError_t status = call_in([&] {
+    return target ? cudaStreamBeginCaptureToGraph(stream, target, after.nodes(), after.data(),
+                                                  after.size(), native_mode)
+                  : cudaStreamBeginCapture(stream, native_mode);
+  }, context);
   if (CURT_UNLIKELY(status != cudaSuccess))
     throw_error(make_error_code(status),
                 target ? "cudaStreamBeginCaptureToGraph(stream, graph, " +
@@ -126,11 +124,7 @@ inline cudaGraph_t end_capture(cudaStream_t stream, CUcontext context, bool& end
     raise(cudaErrorIllegalState, operation, "the capture was ended already: end() once", __FILE__,
           __LINE__);
   cudaGraph_t graph = nullptr;
-  cudaError_t status;
-  {
-    context_scope in(context);
-    status = cudaStreamEndCapture(stream, &graph);
-  }
+  const cudaError_t status = call_in([&] { return cudaStreamEndCapture(stream, &graph); }, context);
   ended = status == cudaSuccess;
   if (CURT_LIKELY(ended)) return graph;
   if (graph && !into_target)
@@ -159,11 +153,7 @@ inline cudaGraph_t end_capture(cudaStream_t stream, CUcontext context, bool& end
 inline bool abandon_capture(cudaStream_t stream, CUcontext context, bool into_target) noexcept {
   try {
     cudaGraph_t graph = nullptr;
-    cudaError_t status;
-    {
-      context_scope in(context);
-      status = cudaStreamEndCapture(stream, &graph);
-    }
+    cudaError_t status = call_in([&] { return cudaStreamEndCapture(stream, &graph); }, context);
     if (!destroys_target(status))
       report(status, "cudaStreamEndCapture(stream) (a capture left without end())", __FILE__,
              __LINE__);

@@ -120,6 +120,13 @@ CURT_COLD auto diagnose(Describe&& describe, const Where&... where) -> decltype(
   (void)cudaGetLastError();
   return result;
 }
+// Runs `call`, a CUDA call, in context_scope(where...) and returns its status, so that a failure
+// is explained and thrown after the scope.
+template <class Call, class... Where>
+cudaError_t call_in(const Call& call, const Where&... where) {
+  context_scope in(where...);
+  return call();
+}
 // "memset node 0x...". Needs a context.
 CURT_COLD inline std::string describe_node(cudaGraphNode_t node) {
   char address[32];
@@ -361,11 +368,8 @@ class graph_exec_ref {
     cudaGraphExec_t e = native("update()");
     cudaGraph_t g = from.native("update() (the graph to update from)");
     cudaGraphExecUpdateResultInfo info{};
-    cudaError_t status;
-    {
-      detail::context_scope in(detail::any_context);
-      status = cudaGraphExecUpdate(e, g, &info);
-    }
+    const cudaError_t status =
+        detail::call_in([&] { return cudaGraphExecUpdate(e, g, &info); }, detail::any_context);
     if (status == cudaErrorGraphExecUpdateFailure) {
       (void)cudaGetLastError();
       graph_update_result refused{info.result, info.errorNode, info.errorFromNode};
@@ -515,15 +519,13 @@ CURT_COLD inline std::string explain_instantiation(const cudaGraphInstantiatePar
 inline graph graph_ref::clone() const {
   cudaGraph_t g = native("clone()");
   cudaGraph_t copy = nullptr;
-  cudaError_t status;
-  {
-    detail::context_scope in(detail::any_context);
+  const cudaError_t status = detail::call_in([&] {
     detail::refuse_device_updatable_copy(
         g, "curt::graph::clone()",
         "instantiate the graph itself (one executable graph at a time), or build or capture it "
         "again for a second one with handles of its own");
-    status = cudaGraphClone(&copy, g);
-  }
+    return cudaGraphClone(&copy, g);
+  }, detail::any_context);
   if (CURT_UNLIKELY(status != cudaSuccess))
     detail::throw_error(make_error_code(status), "cudaGraphClone(graph)", __FILE__, __LINE__, [&] {
       detail::single_exec_nodes held =

@@ -52,11 +52,8 @@ template <class Build>
 void update_node(graph_exec_ref exec, graph_node node, const char* function, Build&& build) {
   cudaGraphExec_t e = prepare_update(exec, node, function);
   cudaGraphNodeParams params = build();
-  cudaError_t status;
-  {
-    context_scope in(any_context);
-    status = cudaGraphExecNodeSetParams(e, node.get(), &params);
-  }
+  const cudaError_t status =
+      call_in([&] { return cudaGraphExecNodeSetParams(e, node.get(), &params); }, any_context);
   if (CURT_UNLIKELY(status != cudaSuccess)) throw_update_error(status, node, params, function);
 }
 
@@ -139,11 +136,8 @@ void update_host_node(graph_exec_ref exec, graph_node node, F&& function) {
     const char* name = "curt::update_host_node";
     (void)detail::prepare_update(exec, node, name);
     cudaHostNodeParams current{};
-    cudaError_t status;
-    {
-      detail::context_scope in(detail::any_context);
-      status = cudaGraphHostNodeGetParams(node.get(), &current);
-    }
+    const cudaError_t status = detail::call_in(
+        [&] { return cudaGraphHostNodeGetParams(node.get(), &current); }, detail::any_context);
     if (CURT_UNLIKELY(status != cudaSuccess))
       detail::throw_update_error(status, node, detail::host_node_params(nullptr), name);
     if (CURT_UNLIKELY(current.fn != &detail::host_node_callable::run))

@@ -13,7 +13,6 @@
 #include <curt/core/entries.hpp>
 #include <curt/graph/node.hpp>
 
-
 namespace curt {
 
 /// An allocation node, and its allocation (the same at every launch) as a typed range.
@@ -94,12 +93,10 @@ CURT_COLD inline std::string explain_add_node_failure(cudaGraph_t graph,
 inline cudaGraphNode_t add_graph_node(cudaGraph_t graph, const node_dependencies& dependencies,
                                       cudaGraphNodeParams& params, const char* function) {
   cudaGraphNode_t node = nullptr;
-  cudaError_t status;
-  {
-    context_scope in(any_context);
-    status = cudaGraphAddNode(&node, graph, dependencies.nodes(), dependencies.data(),
-                              dependencies.size(), &params);
-  }
+  const cudaError_t status = call_in([&] {
+    return cudaGraphAddNode(&node, graph, dependencies.nodes(), dependencies.data(),
+                            dependencies.size(), &params);
+  }, any_context);
   if (CURT_UNLIKELY(status != cudaSuccess))
     throw_error(make_error_code(status), describe_node_params(function, params), __FILE__,
                 __LINE__, [&] {
