@@ -269,22 +269,19 @@ updatable_kernel_node<Params...> add_device_updatable_kernel_node(
   static_assert(sizeof...(Params) == sizeof...(Args),
                 "curt::add_device_updatable_kernel_node: the number of arguments differs from the "
                 "kernel's parameters");
-  if constexpr (sizeof...(Params) == sizeof...(Args)) {
-    if constexpr (detail::check_arguments<std::tuple<Params...>, std::tuple<Args&&...>>(
-                      std::index_sequence_for<Params...>{})) {
-      const char* function = "curt::add_device_updatable_kernel_node";
-      cudaGraph_t graph = detail::prepare_node(g, dependencies, function);
-      detail::check_kernel_node_config(config, function);
-      const void* entry = reinterpret_cast<const void*>(kernel);
-      detail::context_scope in(detail::any_context);
-      unsigned offsets[sizeof...(Params) > 0 ? sizeof...(Params) : 1] = {};
-      detail::query_parameter_offsets<Params...>(entry, offsets, function);
-      detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
-      cudaGraphNodeParams p = detail::kernel_node_params(config, entry, arguments.pointers);
-      cudaGraphNode_t node = detail::add_kernel(graph, dependencies, config, p, function);
-      return updatable_kernel_node<Params...>(
-          node, {detail::make_node_device_updatable(node, entry), offsets});
-    }
+  if constexpr (detail::arguments_fit<std::tuple<Params...>, std::tuple<Args&&...>>()) {
+    const char* function = "curt::add_device_updatable_kernel_node";
+    cudaGraph_t graph = detail::prepare_node(g, dependencies, function);
+    detail::check_kernel_node_config(config, function);
+    const void* entry = reinterpret_cast<const void*>(kernel);
+    detail::context_scope in(detail::any_context);
+    unsigned offsets[sizeof...(Params) > 0 ? sizeof...(Params) : 1] = {};
+    detail::query_parameter_offsets<Params...>(entry, offsets, function);
+    detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
+    cudaGraphNodeParams p = detail::kernel_node_params(config, entry, arguments.pointers);
+    cudaGraphNode_t node = detail::add_kernel(graph, dependencies, config, p, function);
+    return updatable_kernel_node<Params...>(
+        node, {detail::make_node_device_updatable(node, entry), offsets});
   }
   return {};
 }
@@ -298,38 +295,35 @@ updatable_kernel_node<Params...> launch_device_updatable(stream_ref capturing,
   static_assert(sizeof...(Params) == sizeof...(Args),
                 "curt::launch_device_updatable: the number of arguments differs from the kernel's "
                 "parameters");
-  if constexpr (sizeof...(Params) == sizeof...(Args)) {
-    if constexpr (detail::check_arguments<std::tuple<Params...>, std::tuple<Args&&...>>(
-                      std::index_sequence_for<Params...>{})) {
-      const char* function = "curt::launch_device_updatable";
-      cudaStream_t stream = capturing.get();
-      const void* entry = reinterpret_cast<const void*>(kernel);
-      detail::context_scope in(detail::for_stream, stream);
-      (void)detail::active_capture(
-          stream, function,
-          "the stream is not capturing: a device-updatable kernel node exists only in a graph "
-          "(CUDA refuses the attribute on a launch that is not captured); launch it inside "
-          "curt::capture, or add it to a graph with curt::add_device_updatable_kernel_node. "
-          "Nothing was launched");
-      unsigned offsets[sizeof...(Params) > 0 ? sizeof...(Params) : 1] = {};
-      detail::query_parameter_offsets<Params...>(entry, offsets, function);
-      detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
-      // The configuration's attributes and one more: device-updatable.
-      cudaLaunchConfig_t native = config.native(stream);
-      cudaLaunchAttribute attributes[launch_config::max_attributes + 1] = {};
-      const unsigned kept = config.attribute_count();
-      for (unsigned i = 0; i < kept; ++i) attributes[i] = config.attributes()[i];
-      attributes[kept].id = cudaLaunchAttributeDeviceUpdatableKernelNode;
-      attributes[kept].val.deviceUpdatableKernelNode.deviceUpdatable = 1;
-      native.attrs = attributes;
-      native.numAttrs = kept + 1;
-      detail::device_updatable_nodes_made().store(true, detail::order::relaxed);
-      int status = detail::launch_native(native, entry, arguments.pointers);
-      if (CURT_UNLIKELY(status != 0)) detail::throw_launch_error(status, native, entry);
-      auto captured = detail::captured_device_node(
-          stream, attributes[kept].val.deviceUpdatableKernelNode.devNode);
-      return updatable_kernel_node<Params...>(captured.first, {captured.second, offsets});
-    }
+  if constexpr (detail::arguments_fit<std::tuple<Params...>, std::tuple<Args&&...>>()) {
+    const char* function = "curt::launch_device_updatable";
+    cudaStream_t stream = capturing.get();
+    const void* entry = reinterpret_cast<const void*>(kernel);
+    detail::context_scope in(detail::for_stream, stream);
+    (void)detail::active_capture(
+        stream, function,
+        "the stream is not capturing: a device-updatable kernel node exists only in a graph "
+        "(CUDA refuses the attribute on a launch that is not captured); launch it inside "
+        "curt::capture, or add it to a graph with curt::add_device_updatable_kernel_node. "
+        "Nothing was launched");
+    unsigned offsets[sizeof...(Params) > 0 ? sizeof...(Params) : 1] = {};
+    detail::query_parameter_offsets<Params...>(entry, offsets, function);
+    detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
+    // The configuration's attributes and one more: device-updatable.
+    cudaLaunchConfig_t native = config.native(stream);
+    cudaLaunchAttribute attributes[launch_config::max_attributes + 1] = {};
+    const unsigned kept = config.attribute_count();
+    for (unsigned i = 0; i < kept; ++i) attributes[i] = config.attributes()[i];
+    attributes[kept].id = cudaLaunchAttributeDeviceUpdatableKernelNode;
+    attributes[kept].val.deviceUpdatableKernelNode.deviceUpdatable = 1;
+    native.attrs = attributes;
+    native.numAttrs = kept + 1;
+    detail::device_updatable_nodes_made().store(true, detail::order::relaxed);
+    int status = detail::launch_native(native, entry, arguments.pointers);
+    if (CURT_UNLIKELY(status != 0)) detail::throw_launch_error(status, native, entry);
+    auto captured = detail::captured_device_node(
+        stream, attributes[kept].val.deviceUpdatableKernelNode.devNode);
+    return updatable_kernel_node<Params...>(captured.first, {captured.second, offsets});
   }
   return {};
 }

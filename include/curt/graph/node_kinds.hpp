@@ -164,6 +164,16 @@ inline void check_kernel_node_config(const launch_config& config, const char* op
 inline void check_update_config(const launch_config& config, const char* operation) {
   check_kernel_config(config, operation, true);
 }
+// Whether the arguments convert to the kernel's parameters, checked as curt::launch checks them;
+// false, and nothing more said, for a wrong count, which each caller asserts in its own words.
+template <class ParamTuple, class ArgTuple>
+constexpr bool arguments_fit() {
+  constexpr std::size_t count = std::tuple_size_v<ParamTuple>;
+  if constexpr (count == std::tuple_size_v<ArgTuple>)
+    return check_arguments<ParamTuple, ArgTuple>(std::make_index_sequence<count>{});
+  else
+    return false;
+}
 // The kernel's arguments in its own parameter types, as <<<>>> passes them, and their addresses.
 template <class... Params>
 struct kernel_arguments {

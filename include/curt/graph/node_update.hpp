@@ -66,18 +66,15 @@ void update_kernel_node(graph_exec_ref exec, graph_node node, const launch_confi
   static_assert(sizeof...(Params) == sizeof...(Args),
                 "curt::update_kernel_node: the number of arguments differs from the kernel's "
                 "parameters");
-  if constexpr (sizeof...(Params) == sizeof...(Args)) {
-    if constexpr (detail::check_arguments<std::tuple<Params...>, std::tuple<Args&&...>>(
-                      std::index_sequence_for<Params...>{})) {
-      const char* function = "curt::update_kernel_node";
-      (void)detail::prepare_update(exec, node, function);
-      detail::check_update_config(config, function);
-      detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
-      detail::update_node(exec, node, function, [&] {
-        return detail::kernel_node_params(config, reinterpret_cast<const void*>(kernel),
-                                          arguments.pointers);
-      });
-    }
+  if constexpr (detail::arguments_fit<std::tuple<Params...>, std::tuple<Args&&...>>()) {
+    const char* function = "curt::update_kernel_node";
+    (void)detail::prepare_update(exec, node, function);
+    detail::check_update_config(config, function);
+    detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
+    detail::update_node(exec, node, function, [&] {
+      return detail::kernel_node_params(config, reinterpret_cast<const void*>(kernel),
+                                        arguments.pointers);
+    });
   }
 }
 

@@ -196,17 +196,14 @@ graph_node add_kernel_node(graph_ref g, const node_dependencies& dependencies,
   static_assert(sizeof...(Params) == sizeof...(Args),
                 "curt::add_kernel_node: the number of arguments differs from the kernel's "
                 "parameters");
-  if constexpr (sizeof...(Params) == sizeof...(Args)) {
-    if constexpr (detail::check_arguments<std::tuple<Params...>, std::tuple<Args&&...>>(
-                      std::index_sequence_for<Params...>{})) {  // else only the assert speaks
-      const char* function = "curt::add_kernel_node";
-      cudaGraph_t graph = detail::prepare_node(g, dependencies, function);
-      detail::check_kernel_node_config(config, function);
-      detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
-      cudaGraphNodeParams p = detail::kernel_node_params(
-          config, reinterpret_cast<const void*>(kernel), arguments.pointers);
-      return detail::add_kernel(graph, dependencies, config, p, function);
-    }
+  if constexpr (detail::arguments_fit<std::tuple<Params...>, std::tuple<Args&&...>>()) {
+    const char* function = "curt::add_kernel_node";
+    cudaGraph_t graph = detail::prepare_node(g, dependencies, function);
+    detail::check_kernel_node_config(config, function);
+    detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
+    cudaGraphNodeParams p = detail::kernel_node_params(
+        config, reinterpret_cast<const void*>(kernel), arguments.pointers);
+    return detail::add_kernel(graph, dependencies, config, p, function);
   }
   return {};
 }
