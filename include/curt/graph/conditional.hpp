@@ -24,12 +24,11 @@ enum class conditional_flags : unsigned {
   assign_default = cudaGraphCondAssignDefault,
 };
 /// The value a conditional node reads, which kernels set with curt::set_condition (never freed).
-class conditional_handle {
+class conditional_handle : public detail::device_value<cudaGraphConditionalHandle> {
  public:
   constexpr conditional_handle() noexcept = default;
   CURT_HOST_DEVICE constexpr explicit conditional_handle(cudaGraphConditionalHandle native) noexcept
-      : handle_(native) {}
-  CURT_HOST_DEVICE constexpr cudaGraphConditionalHandle native() const noexcept { return handle_; }
+      : device_value(native) {}
 
   /// A handle for a conditional node of `g` or of a body below it.
   static conditional_handle create(graph_ref g, unsigned default_value = 0,
@@ -48,12 +47,6 @@ class conditional_handle {
                     .graph,
                 default_value, flags);
   }
-  friend constexpr bool operator==(conditional_handle a, conditional_handle b) noexcept {
-    return a.handle_ == b.handle_;
-  }
-  friend constexpr bool operator!=(conditional_handle a, conditional_handle b) noexcept {
-    return a.handle_ != b.handle_;
-  }
 
  private:
   // CUDA assigns the default value only when asked (cudaGraphCondAssignDefault); without it a
@@ -69,7 +62,6 @@ class conditional_handle {
         {"graph", {"default", default_value}, {"flags", native_flags}}, __FILE__, __LINE__);
     return conditional_handle(handle);
   }
-  cudaGraphConditionalHandle handle_ = 0;
 };
 
 #if defined(__CUDACC__)

@@ -35,13 +35,14 @@ inline void require_device_launch_flags(unsigned long long flags, const char* op
 }  // namespace detail
 
 /// An executable graph for device launch, as kernels get it (by value; keep the graph_exec alive).
-class device_graph {
+class device_graph : public detail::device_value<cudaGraphExec_t> {
  public:
   constexpr device_graph() noexcept = default;
-  explicit device_graph(graph_exec_ref exec) : handle_(checked(exec, "curt::device_graph(exec)")) {}
+  explicit device_graph(graph_exec_ref exec)
+      : device_value(checked(exec, "curt::device_graph(exec)")) {}
   /// The same, uploaded on `upload_stream`.
   device_graph(graph_exec_ref exec, stream_ref upload_stream)
-      : handle_(checked(exec, "curt::device_graph(exec, upload_stream)")) {
+      : device_value(checked(exec, "curt::device_graph(exec, upload_stream)")) {
     exec.upload(upload_stream);
   }
   device_graph(graph_exec&&) = delete;  // it would dangle
@@ -50,17 +51,10 @@ class device_graph {
   CURT_HOST_DEVICE static constexpr device_graph from_native_handle(
       cudaGraphExec_t native) noexcept {
     device_graph g;
-    g.handle_ = native;
+    g.native_ = native;
     return g;
   }
-  CURT_HOST_DEVICE constexpr cudaGraphExec_t native() const noexcept { return handle_; }
-  CURT_HOST_DEVICE constexpr bool valid() const noexcept { return handle_ != nullptr; }
-  friend CURT_HOST_DEVICE constexpr bool operator==(device_graph a, device_graph b) noexcept {
-    return a.handle_ == b.handle_;
-  }
-  friend CURT_HOST_DEVICE constexpr bool operator!=(device_graph a, device_graph b) noexcept {
-    return a.handle_ != b.handle_;
-  }
+  CURT_HOST_DEVICE constexpr bool valid() const noexcept { return native_ != nullptr; }
 
  private:
   static cudaGraphExec_t checked(graph_exec_ref exec, const char* operation) {
@@ -68,7 +62,6 @@ class device_graph {
     detail::require_device_launch_flags(static_cast<unsigned long long>(exec.flags()), operation);
     return e;
   }
-  cudaGraphExec_t handle_ = nullptr;
 };
 
 #if defined(__CUDACC__)
@@ -91,22 +84,12 @@ __device__ inline device_graph current_device_graph() {
 #endif
 
 /// A device-updatable kernel node as device code changes it: trivially copyable, untyped.
-class device_node {
+class device_node : public detail::device_value<cudaGraphDeviceNode_t> {
  public:
   constexpr device_node() noexcept = default;
   CURT_HOST_DEVICE constexpr explicit device_node(cudaGraphDeviceNode_t native) noexcept
-      : node_(native) {}
-  CURT_HOST_DEVICE constexpr cudaGraphDeviceNode_t native() const noexcept { return node_; }
-  CURT_HOST_DEVICE constexpr bool valid() const noexcept { return node_ != nullptr; }
-  friend CURT_HOST_DEVICE constexpr bool operator==(device_node a, device_node b) noexcept {
-    return a.node_ == b.node_;
-  }
-  friend CURT_HOST_DEVICE constexpr bool operator!=(device_node a, device_node b) noexcept {
-    return a.node_ != b.node_;
-  }
-
- private:
-  cudaGraphDeviceNode_t node_ = nullptr;
+      : device_value(native) {}
+  CURT_HOST_DEVICE constexpr bool valid() const noexcept { return native_ != nullptr; }
 };
 
 /// A device-updatable node of a kernel with parameters Params..., with each parameter's offset,

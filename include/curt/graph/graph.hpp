@@ -188,6 +188,24 @@ Task& retain_in_graph(cudaGraph_t graph, std::unique_ptr<Task> owned) {
   }
   return *task;
 }
+// What the handles kernels take by value (device_graph, device_node, conditional_handle) share:
+// a native value, compared by value.
+template <class Native>
+class device_value {
+ public:
+  CURT_HOST_DEVICE constexpr Native native() const noexcept { return native_; }
+  friend CURT_HOST_DEVICE constexpr bool operator==(device_value a, device_value b) noexcept {
+    return a.native_ == b.native_;
+  }
+  friend CURT_HOST_DEVICE constexpr bool operator!=(device_value a, device_value b) noexcept {
+    return a.native_ != b.native_;
+  }
+
+ protected:
+  constexpr device_value() noexcept = default;
+  CURT_HOST_DEVICE constexpr explicit device_value(Native native) noexcept : native_(native) {}
+  Native native_{};
+};
 struct graph_access;
 struct graph_traits;
 struct graph_exec_traits;
