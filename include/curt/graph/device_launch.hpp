@@ -220,10 +220,7 @@ inline cudaGraphDeviceNode_t make_node_device_updatable(cudaGraphNode_t node, co
                 "CUDA refused to make the kernel node device-updatable, so the node was removed "
                 "again: the graph is as it was");
   }
-  cudaLaunchAttributeValue read{};
-  check(cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributeDeviceUpdatableKernelNode, &read),
-        "cudaGraphKernelNodeGetAttribute(node, device-updatable)", __FILE__, __LINE__);
-  return read.deviceUpdatableKernelNode.devNode;
+  return device_handle_of(node);
 }
 // The node a launch just captured on `stream`, and its device handle. In the stream's context.
 inline std::pair<cudaGraphNode_t, cudaGraphDeviceNode_t> captured_device_node(

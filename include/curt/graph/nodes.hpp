@@ -141,6 +141,13 @@ inline cudaError_t set_device_updatable(cudaGraphNode_t node) noexcept {
   return cudaGraphKernelNodeSetAttribute(node, cudaLaunchAttributeDeviceUpdatableKernelNode,
                                          &value);
 }
+/// The handle device code changes device-updatable kernel node `node` by. Needs a context.
+inline cudaGraphDeviceNode_t device_handle_of(cudaGraphNode_t node) {
+  cudaLaunchAttributeValue value{};
+  check(cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributeDeviceUpdatableKernelNode, &value),
+        "cudaGraphKernelNodeGetAttribute(node, device-updatable)", __FILE__, __LINE__);
+  return value.deviceUpdatableKernelNode.devNode;
+}
 template <class T>
 allocation_node<T> add_allocation_node(graph_ref g, const node_dependencies& dependencies,
                                        device d, std::size_t count, const device* first,
@@ -227,11 +234,7 @@ inline cudaGraphDeviceNode_t make_device_updatable(graph_node node) {
   detail::context_scope in(detail::any_context);
   detail::check(detail::set_device_updatable(node.get()),
                 "cudaGraphKernelNodeSetAttribute(node, device-updatable)", __FILE__, __LINE__);
-  cudaLaunchAttributeValue out{};
-  detail::check(cudaGraphKernelNodeGetAttribute(
-                    node.get(), cudaLaunchAttributeDeviceUpdatableKernelNode, &out),
-                "cudaGraphKernelNodeGetAttribute(node, device-updatable)", __FILE__, __LINE__);
-  return out.deviceUpdatableKernelNode.devNode;
+  return detail::device_handle_of(node.get());
 }
 /// Adds a node copying src into dst at every launch: one element type, equal non-zero sizes.
 template <class Dst, class Src>
