@@ -103,8 +103,7 @@ class conditional_node : public graph_node {
                     "curt::conditional_node::body(" + std::to_string(index) + ")",
                     bodies_ == nullptr
                         ? std::string("this conditional_node is empty (default-constructed)")
-                        : "a conditional " +
-                              std::string(detail::conditional_kind_name(kind_, count_)) +
+                        : "a conditional " + detail::conditional_kind_name(kind_, count_) +
                               " node has " + std::to_string(count_) + " bod" +
                               (count_ == 1 ? "y" : "ies") + ", numbered from 0",
                     __FILE__, __LINE__);
@@ -115,7 +114,7 @@ class conditional_node : public graph_node {
     if (CURT_UNLIKELY(kind_ != cudaGraphCondTypeIf || count_ != 2))
       detail::raise(cudaErrorInvalidValue, "curt::conditional_node::else_body()",
                     "only an IF/ELSE node (add_if_else_node) has an ELSE body; this is a " +
-                        std::string(detail::conditional_kind_name(kind_, count_)) + " node",
+                        detail::conditional_kind_name(kind_, count_) + " node",
                     __FILE__, __LINE__);
     return body(1);
   }
