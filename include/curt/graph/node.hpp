@@ -81,23 +81,14 @@ inline graph_dependency launch_completion_edge(graph_node from) noexcept {
 class node_dependencies {
  public:
   node_dependencies() noexcept = default;
-  node_dependencies(std::initializer_list<graph_dependency> list) {
-    for (const graph_dependency& d : list) push(d.node, d.data);
-  }
-  node_dependencies(std::initializer_list<graph_node> list) {
-    for (graph_node n : list) push(n.get(), {});
-  }
-  node_dependencies(graph_node node) { push(node.get(), {}); }  // NOLINT: implicit
-  node_dependencies(cudaGraphNode_t node) { push(node, {}); }   // NOLINT: implicit
-  node_dependencies(const std::vector<graph_dependency>& list) {  // NOLINT: implicit
-    for (const graph_dependency& d : list) push(d.node, d.data);
-  }
-  node_dependencies(const std::vector<graph_node>& list) {  // NOLINT: implicit
-    for (graph_node n : list) push(n.get(), {});
-  }
-  node_dependencies(const std::vector<cudaGraphNode_t>& list) {  // NOLINT: implicit
-    for (cudaGraphNode_t n : list) push(n, {});
-  }
+  node_dependencies(std::initializer_list<graph_dependency> list) { push_all(list); }
+  node_dependencies(std::initializer_list<graph_node> list) { push_all(list); }
+  // Implicit by design (NOLINT): a node, or a vector of them, is a node's dependencies.
+  node_dependencies(graph_node node) { push(node); }                               // NOLINT
+  node_dependencies(cudaGraphNode_t node) { push(node); }                          // NOLINT
+  node_dependencies(const std::vector<graph_dependency>& list) { push_all(list); }  // NOLINT
+  node_dependencies(const std::vector<graph_node>& list) { push_all(list); }        // NOLINT
+  node_dependencies(const std::vector<cudaGraphNode_t>& list) { push_all(list); }   // NOLINT
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
   /// The nodes, in order; null when there are none.
@@ -118,7 +109,12 @@ class node_dependencies {
  private:
   // A few dependencies, the common case, are kept inline: adding a node allocates nothing more.
   static constexpr std::size_t inline_capacity = 4;
-  void push(cudaGraphNode_t node, const cudaGraphEdgeData& data) {
+  template <class List>
+  void push_all(const List& list) {
+    for (const auto& each : list) push(each);
+  }
+  void push(const graph_dependency& d) { push(d.node, d.data); }  // a graph_node too
+  void push(cudaGraphNode_t node, const cudaGraphEdgeData& data = {}) {
     const cudaGraphEdgeData plain{};
     has_data_ = has_data_ || std::memcmp(&data, &plain, sizeof data) != 0;
     if (size_ < inline_capacity) {
