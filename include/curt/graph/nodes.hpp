@@ -322,17 +322,12 @@ inline graph_node add_event_wait_node(graph_ref g, const node_dependencies& depe
   });
 }
 /// Adds a node allocating `count` elements of T on device `d` at every launch, at a fixed address
-/// (freed by a free node, cudaFreeAsync, or the next auto_free_on_launch launch).
-template <class T>
-allocation_node<T> add_allocation_node(graph_ref g, const node_dependencies& dependencies,
-                                       device d, std::size_t count) {
-  return detail::add_allocation_node<T>(g, dependencies, d, count, nullptr, nullptr);
-}
-/// The same, mapped for the kernels of `also_accessible_from` too (each with a peer path to `d`).
+/// (freed by a free node, cudaFreeAsync, or the next auto_free_on_launch launch), mapped for the
+/// kernels of `also_accessible_from` too (each with a peer path to `d`).
 template <class T>
 allocation_node<T> add_allocation_node(graph_ref g, const node_dependencies& dependencies,
                                        device d, std::size_t count,
-                                       std::initializer_list<device> also_accessible_from) {
+                                       std::initializer_list<device> also_accessible_from = {}) {
   return detail::add_allocation_node<T>(g, dependencies, d, count, also_accessible_from.begin(),
                                         also_accessible_from.end());
 }
