@@ -339,19 +339,18 @@ curt::graph capture(stream_ref stream, Work&& work, capture_mode mode = capture_
 }
 /// Captures what `work` enqueues on `stream` into `target` (see capture_to_graph_scope).
 template <class Target, class Work>
-void capture_to_graph(stream_ref stream, Target&& target, Work&& work,
-                      capture_mode mode = capture_mode::global) {
-  capture_to_graph_scope scope(stream, std::forward<Target>(target), {}, mode);
-  detail::capture_access::run(scope, std::forward<Work>(work), false);
-  scope.end();
-}
-template <class Target, class Work>
 void capture_to_graph(stream_ref stream, Target&& target,
                       const std::vector<graph_dependency>& dependencies, Work&& work,
                       capture_mode mode = capture_mode::global) {
   capture_to_graph_scope scope(stream, std::forward<Target>(target), dependencies, mode);
   detail::capture_access::run(scope, std::forward<Work>(work), false);
   scope.end();
+}
+/// The same, with no dependencies.
+template <class Target, class Work>
+void capture_to_graph(stream_ref stream, Target&& target, Work&& work,
+                      capture_mode mode = capture_mode::global) {
+  capture_to_graph(stream, std::forward<Target>(target), {}, std::forward<Work>(work), mode);
 }
 
 }  // namespace curt
