@@ -288,19 +288,8 @@ inline cudaGraphNodeParams fill_node_params(void* dst, std::size_t count, const 
 struct host_node_callable {
   void (*invoke)(host_node_callable*) = nullptr;
   atomic<deferred_task*> adopted{nullptr};  // (not copyable)
-  ~host_node_callable() {
-    for (deferred_task* task = adopted.load(order::acquire); task;) {
-      deferred_task* next = task->next;
-      task->destroy(task);
-      task = next;
-    }
-  }
-  void adopt(deferred_task* later) noexcept {  // lock-free
-    deferred_task* head = adopted.load(order::relaxed);
-    do {
-      later->next = head;
-    } while (!adopted.compare_exchange_weak(head, later, order::release, order::relaxed));
-  }
+  ~host_node_callable() { destroy_tasks(adopted.load(order::acquire)); }
+  void adopt(deferred_task* later) noexcept { push_task(adopted, later); }  // lock-free
   // A graph has no stream to rethrow on: an exception goes to the error handler.
   static void CUDART_CB run(void* self) noexcept {
     try {
