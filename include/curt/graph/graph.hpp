@@ -330,8 +330,7 @@ class graph : public detail::unique_handle<graph_ref, detail::graph_traits> {
     return graph(created);
   }
   /// An empty owner: every use throws until one is assigned.
-  explicit graph(no_handle_t) noexcept
-      : base(detail::state_handle<cudaGraph_t>(detail::handle_state::empty)) {}
+  explicit graph(no_handle_t) noexcept : base(no_handle) {}
   /// Takes ownership of a native graph (not null).
   static graph from_native_handle(cudaGraph_t handle) {
     if (handle == nullptr || detail::is_state_handle(handle))
@@ -473,8 +472,7 @@ class graph_exec
 
  public:
   /// An empty owner: every use throws until one is assigned.
-  explicit graph_exec(no_handle_t) noexcept
-      : base(detail::state_handle<cudaGraphExec_t>(detail::handle_state::empty)) {}
+  explicit graph_exec(no_handle_t) noexcept : base(no_handle) {}
   /// Takes ownership of a native executable graph (not null).
   static graph_exec from_native_handle(cudaGraphExec_t handle) {
     if (handle == nullptr || detail::is_state_handle(handle))

@@ -225,9 +225,6 @@ class nccl_communicator_ref {
   friend struct detail::nccl_traits;
   friend struct detail::nccl_collectives;
   explicit nccl_communicator_ref(ncclComm_t comm) noexcept : handle_(comm) {}
-  static nccl_communicator_ref empty_ref() noexcept {
-    return nccl_communicator_ref(detail::state_handle<ncclComm_t>(detail::handle_state::empty));
-  }
   ncclComm_t native(const char* operation) const {
     if (CURT_UNLIKELY(handle_ == nullptr))
       detail::raise(cudaErrorInvalidResourceHandle,
@@ -278,7 +275,7 @@ class nccl_communicator : public detail::unique_handle<nccl_communicator_ref, de
   /// with the same id (no timeout), so each needs its own thread or process. Not inside an
   /// nccl_group (NCCL would defer it to the group's end). A failure aborts what NCCL made.
   nccl_communicator(curt::device d, int ranks, const ncclUniqueId& id, int rank)
-      : base(empty_ref()) {
+      : base(no_handle) {
     ncclComm_t comm = nullptr;
     init(d.ordinal(), &comm, 1, [&] { return ncclCommInitRank(&comm, ranks, id, rank); }, [&] {
       return "ncclCommInitRank(ranks " + std::to_string(ranks) + ", rank " + std::to_string(rank) +
@@ -327,7 +324,7 @@ class nccl_communicator : public detail::unique_handle<nccl_communicator_ref, de
     owner.own(comm);
     return owner;
   }
-  explicit nccl_communicator(no_handle_t) noexcept : base(empty_ref()) {}  ///< empty: uses throw
+  explicit nccl_communicator(no_handle_t) noexcept : base(no_handle) {}  ///< empty: uses throw
 
   /// Aborts the communicator now (ncclCommAbort): its running collectives are told to stop and it
   /// is freed without waiting; call it before anything waits on them, from any thread. Refused
