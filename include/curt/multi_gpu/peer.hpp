@@ -28,12 +28,6 @@
 namespace curt {
 namespace detail {
 
-// Whether device_guard(device `ordinal`) would find a context that exists already (a current
-// context of the device, or its active primary context) rather than make one.
-inline bool context_of_device_exists(int ordinal) {
-  return device_context_current(ordinal) || primary_context_active(ordinal);
-}
-
 inline std::string peer_call(const char* function, int ordinal, int peer) {
   return std::string(function) + "(device " + std::to_string(ordinal) + ", peer " +
          std::to_string(peer) + ")";
@@ -160,7 +154,9 @@ inline bool enable_peer_access(device d, device peer) {
 /// context is made.
 inline bool disable_peer_access(device d, device peer) {
   detail::require_two_devices("curt::disable_peer_access", d, peer);
-  return detail::context_of_device_exists(d.ordinal()) && detail::set_peer_access(d, peer, false);
+  const int o = d.ordinal();  // does device_guard(d) find a context that exists, or make one?
+  return (detail::device_context_current(o) || detail::primary_context_active(o)) &&
+         detail::set_peer_access(d, peer, false);
 }
 
 /// Peer access from `d` to `peer` for a scope, in d's context (as enable_peer_access finds it).
