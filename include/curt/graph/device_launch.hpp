@@ -115,18 +115,14 @@ class device_kernel_node : public device_node {
 };
 
 namespace detail {
-template <class Kernel>
-struct device_kernel_node_from;
-template <class... Params>
-struct device_kernel_node_from<void(Params...)> {
-  using type = device_kernel_node<Params...>;
-};
+template <class... Params>  // declared only: device_kernel_node_for names its return type
+device_kernel_node<Params...> device_kernel_node_of(void (*)(Params...));
 }  // namespace detail
 
 /// The device handle type for kernel `Kernel` (a function type, or a pointer to one).
 template <class Kernel>
-using device_kernel_node_for = typename detail::device_kernel_node_from<std::remove_cv_t<
-    std::remove_pointer_t<std::remove_cv_t<std::remove_reference_t<Kernel>>>>>::type;
+using device_kernel_node_for =
+    decltype(detail::device_kernel_node_of(std::declval<std::decay_t<Kernel>>()));
 
 /// What add_device_updatable_kernel_node gives: the node and the handle device code changes it by.
 template <class... Params>
