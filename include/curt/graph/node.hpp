@@ -72,9 +72,8 @@ inline graph_dependency programmatic_edge(graph_node from) noexcept {
 }
 /// An edge that fires once every block of kernel node `from` has started.
 inline graph_dependency launch_completion_edge(graph_node from) noexcept {
-  graph_dependency d{from.get(), {}};
+  graph_dependency d = programmatic_edge(from);  // of the same type, out of another port
   d.data.from_port = cudaGraphKernelNodePortLaunchCompletion;
-  d.data.type = cudaGraphDependencyTypeProgrammatic;
   return d;
 }
 /// What a new node depends on (by value): nodes, and edges with data. {}: a root node.
