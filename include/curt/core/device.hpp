@@ -192,13 +192,12 @@ inline std::mutex& device_table_mutex() {
 
 inline const cudaDeviceProp& cached_properties(int ordinal) {
   device_entry& e = device_table(ordinal, "cudaGetDeviceProperties");
-  if (!e.has_properties.load(order::acquire)) {
-    std::lock_guard<std::mutex> lock(device_table_mutex());
-    if (!e.has_properties.load(order::relaxed)) {
-      check(cudaGetDeviceProperties(&e.properties, ordinal), "cudaGetDeviceProperties",
-            {{"device", ordinal}}, __FILE__, __LINE__);
-      e.has_properties.store(true, order::release);
-    }
+  if (e.has_properties.load(order::acquire)) return e.properties;
+  std::lock_guard<std::mutex> lock(device_table_mutex());
+  if (!e.has_properties.load(order::relaxed)) {
+    check(cudaGetDeviceProperties(&e.properties, ordinal), "cudaGetDeviceProperties",
+          {{"device", ordinal}}, __FILE__, __LINE__);
+    e.has_properties.store(true, order::release);
   }
   return e.properties;
 }
