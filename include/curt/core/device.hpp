@@ -89,24 +89,12 @@ struct compute_capability {
   int major = 0;
   int minor = 0;
   constexpr int as_int() const noexcept { return major * 10 + minor; }
-  friend constexpr bool operator==(compute_capability a, compute_capability b) noexcept {
-    return a.as_int() == b.as_int();
-  }
-  friend constexpr bool operator!=(compute_capability a, compute_capability b) noexcept {
-    return !(a == b);
-  }
-  friend constexpr bool operator<(compute_capability a, compute_capability b) noexcept {
-    return a.as_int() < b.as_int();
-  }
-  friend constexpr bool operator>(compute_capability a, compute_capability b) noexcept {
-    return b < a;
-  }
-  friend constexpr bool operator<=(compute_capability a, compute_capability b) noexcept {
-    return !(b < a);
-  }
-  friend constexpr bool operator>=(compute_capability a, compute_capability b) noexcept {
-    return !(a < b);
-  }
+  constexpr bool operator==(compute_capability b) const noexcept { return as_int() == b.as_int(); }
+  constexpr bool operator!=(compute_capability b) const noexcept { return !(*this == b); }
+  constexpr bool operator<(compute_capability b) const noexcept { return as_int() < b.as_int(); }
+  constexpr bool operator>(compute_capability b) const noexcept { return b < *this; }
+  constexpr bool operator<=(compute_capability b) const noexcept { return !(b < *this); }
+  constexpr bool operator>=(compute_capability b) const noexcept { return !(*this < b); }
 };
 
 /// A device's 16-byte UUID; to_string() gives nvidia-smi's "GPU-xxxxxxxx-xxxx-..." form.
