@@ -568,13 +568,12 @@ inline graph_exec graph_ref::instantiate_with(instantiate_flags flags, cudaStrea
   if (upload) params.flags |= cudaGraphInstantiateFlagUpload;
   params.uploadStream = upload;
   cudaGraphExec_t exec = nullptr;
-  cudaError_t status;
-  {
+  const cudaError_t status = [&] {  // in these contexts; a failure is explained after them
     detail::context_scope in_stream;  // an upload runs in the stream's context
     if (upload && !detail::current_context()) in_stream.push(detail::context_of(upload));
     detail::context_scope in(detail::any_context);
-    status = cudaGraphInstantiateWithParams(&exec, g, &params);
-  }
+    return cudaGraphInstantiateWithParams(&exec, g, &params);
+  }();
   if (CURT_UNLIKELY(status != cudaSuccess))
     detail::throw_error(make_error_code(status),
                         "cudaGraphInstantiateWithParams(graph, flags " +
