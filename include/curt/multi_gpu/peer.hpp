@@ -33,7 +33,6 @@ inline std::string peer_call(const char* function, int ordinal, int peer) {
          std::to_string(peer) + ")";
 }
 
-// Refuses d == peer: a device and its peer are two devices.
 inline void require_two_devices(const char* function, device d, device peer) {
   if (CURT_LIKELY(d != peer)) return;
   raise(cudaErrorInvalidDevice, peer_call(function, d.ordinal(), d.ordinal()),
@@ -62,12 +61,11 @@ CURT_COLD inline std::string explain_peer_failure(cudaError_t status, int ordina
 // cudaDeviceEnablePeerAccess (`on`) or cudaDeviceDisablePeerAccess in d's context: true when it
 // changed the access, false when it was so already (not an error).
 inline bool set_peer_access(device d, device peer, bool on) {
-  cudaError_t status = cudaSuccess;
-  {
+  const cudaError_t status = [&] {
     device_guard guard(d);
-    status = on ? cudaDeviceEnablePeerAccess(peer.ordinal(), 0)
-                : cudaDeviceDisablePeerAccess(peer.ordinal());
-  }
+    return on ? cudaDeviceEnablePeerAccess(peer.ordinal(), 0)
+              : cudaDeviceDisablePeerAccess(peer.ordinal());
+  }();
   if (status == cudaSuccess) return true;
   if (status == (on ? cudaErrorPeerAccessAlreadyEnabled : cudaErrorPeerAccessNotEnabled)) {
     (void)cudaGetLastError();  // not sticky: leave no error behind for the next check
