@@ -146,15 +146,6 @@ constexpr bool is_capability_attribute(cudaDeviceAttr attribute) noexcept {
       return false;
   }
 }
-}  // namespace detail
-
-/// The value type of a device attribute: bool for the "is supported" kind, int otherwise.
-template <cudaDeviceAttr Attribute>
-struct device_attribute_type {
-  using type = std::conditional_t<detail::is_capability_attribute(Attribute), bool, int>;
-};
-
-namespace detail {
 
 // What curt keeps per device for the life of the process (never destroyed: static owners may
 // still use it at exit): its properties, read once (they do not change), and its primary
@@ -191,6 +182,12 @@ inline const cudaDeviceProp& cached_properties(int ordinal) {
 }
 
 }  // namespace detail
+
+/// The value type of a device attribute: bool for the "is supported" kind, int otherwise.
+template <cudaDeviceAttr Attribute>
+struct device_attribute_type {
+  using type = std::conditional_t<detail::is_capability_attribute(Attribute), bool, int>;
+};
 
 /// A CUDA device: a validated ordinal. Cheap to copy; owns nothing.
 class device {
