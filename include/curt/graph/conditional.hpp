@@ -75,14 +75,6 @@ __device__ inline void set_condition(cudaGraphConditionalHandle handle, unsigned
 }
 #endif
 
-namespace detail {
-CURT_COLD inline std::string conditional_kind_name(cudaGraphConditionalNodeType kind,
-                                                   unsigned bodies) {
-  if (kind == cudaGraphCondTypeIf) return bodies == 2 ? "IF/ELSE" : "IF";
-  return kind == cudaGraphCondTypeWhile ? "WHILE" : "SWITCH";
-}
-}  // namespace detail
-
 /// A conditional node and its bodies (graphs that belong to the node, valid as long as it is).
 class conditional_node : public graph_node {
  public:
@@ -103,9 +95,8 @@ class conditional_node : public graph_node {
                     "curt::conditional_node::body(" + std::to_string(index) + ")",
                     bodies_ == nullptr
                         ? std::string("this conditional_node is empty (default-constructed)")
-                        : "a conditional " + detail::conditional_kind_name(kind_, count_) +
-                              " node has " + std::to_string(count_) + " bod" +
-                              (count_ == 1 ? "y" : "ies") + ", numbered from 0",
+                        : "a conditional " + kind_name() + " node has " + std::to_string(count_) +
+                              " bod" + (count_ == 1 ? "y" : "ies") + ", numbered from 0",
                     __FILE__, __LINE__);
     return graph_ref(bodies_[index]);
   }
@@ -114,12 +105,16 @@ class conditional_node : public graph_node {
     if (CURT_UNLIKELY(kind_ != cudaGraphCondTypeIf || count_ != 2))
       detail::raise(cudaErrorInvalidValue, "curt::conditional_node::else_body()",
                     "only an IF/ELSE node (add_if_else_node) has an ELSE body; this is a " +
-                        detail::conditional_kind_name(kind_, count_) + " node",
+                        kind_name() + " node",
                     __FILE__, __LINE__);
     return body(1);
   }
 
  private:
+  CURT_COLD std::string kind_name() const {  // "IF/ELSE", for messages
+    if (kind_ == cudaGraphCondTypeIf) return count_ == 2 ? "IF/ELSE" : "IF";
+    return kind_ == cudaGraphCondTypeWhile ? "WHILE" : "SWITCH";
+  }
   cudaGraphConditionalNodeType kind_ = cudaGraphCondTypeIf;
   conditional_handle handle_;
   cudaGraph_t* bodies_ = nullptr;  // CUDA's array, valid for the node's life
