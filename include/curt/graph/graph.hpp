@@ -255,11 +255,8 @@ class graph_ref {
     std::size_t n = 0;
     detail::check(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &n), "cudaGraphGetEdges(graph)",
                   __FILE__, __LINE__);
-    detail::entries<cudaGraphNode_t> from, to;
-    detail::entries<cudaGraphEdgeData> data;
-    from.resize(n);
-    to.resize(n);
-    data.resize(n);
+    detail::entries<cudaGraphNode_t> from(n), to(n);
+    detail::entries<cudaGraphEdgeData> data(n);
     if (n)
       detail::check(cudaGraphGetEdges(g, from.data(), to.data(), data.data(), &n),
                     "cudaGraphGetEdges(graph, with edge data)", __FILE__, __LINE__);

@@ -52,10 +52,8 @@ class graph_node {
     detail::context_scope in(detail::any_context);
     std::size_t n = 0;
     detail::check(query(node, nullptr, nullptr, &n), call, __FILE__, __LINE__);
-    detail::entries<cudaGraphNode_t> nodes;
-    detail::entries<cudaGraphEdgeData> data;
-    nodes.reserve(n);
-    data.reserve(n);
+    detail::entries<cudaGraphNode_t> nodes(n);
+    detail::entries<cudaGraphEdgeData> data(n);
     if (n) detail::check(query(node, nodes.data(), data.data(), &n), call, __FILE__, __LINE__);
     std::vector<graph_dependency> result(n);
     for (std::size_t i = 0; i < n; ++i) result[i] = graph_dependency{nodes[i], data[i]};

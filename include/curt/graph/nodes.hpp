@@ -53,8 +53,7 @@ CURT_COLD inline std::string explain_add_node_failure(cudaGraph_t graph,
                                                       const cudaGraphNodeParams& p) {
   std::size_t n = 0;
   bool listed = cudaGraphGetNodes(graph, nullptr, &n) == cudaSuccess;
-  entries<cudaGraphNode_t> nodes;
-  nodes.resize(n);
+  entries<cudaGraphNode_t> nodes(n);
   listed = listed && (n == 0 || cudaGraphGetNodes(graph, nodes.data(), &n) == cudaSuccess);
   const cudaGraphEdgeData* data = dependencies.data();
   for (std::size_t i = 0; i < dependencies.size(); ++i) {
