@@ -216,9 +216,8 @@ class device {
   /// Any attribute, read from the driver on each call.
   int attribute(cudaDeviceAttr attribute) const {
     int value = 0;
-    detail::check(cudaDeviceGetAttribute(&value, attribute, ordinal_),
-                       "cudaDeviceGetAttribute", {{"attribute", attribute}, {"device", ordinal_}},
-                       __FILE__, __LINE__);
+    detail::check(cudaDeviceGetAttribute(&value, attribute, ordinal_), "cudaDeviceGetAttribute",
+                  {{"attribute", attribute}, {"device", ordinal_}}, __FILE__, __LINE__);
     return value;
   }
   /// A typed attribute: bool for capability flags, int otherwise.

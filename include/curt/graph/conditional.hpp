@@ -143,8 +143,7 @@ inline conditional_node add_conditional(graph_ref g, const node_dependencies& de
   graph_node node = add_graph_node(graph, dependencies, p, function);
   return conditional_node(node, kind, handle, p.conditional.phGraph_out, count);
 }
-inline conditional_node add_conditional_in_capture(stream_ref capturing,
-                                                   conditional_handle handle,
+inline conditional_node add_conditional_in_capture(stream_ref capturing, conditional_handle handle,
                                                    cudaGraphConditionalNodeType kind,
                                                    unsigned count) {
   const char* function = conditional_function(kind, count);

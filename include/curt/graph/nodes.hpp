@@ -97,12 +97,11 @@ inline cudaGraphNode_t add_graph_node(cudaGraph_t graph, const node_dependencies
                             dependencies.size(), &params);
   }, any_context);
   if (CURT_UNLIKELY(status != cudaSuccess))
-    throw_error(make_error_code(status), describe_node_params(function, params), __FILE__,
-                __LINE__, [&] {
-                  return diagnose(
-                      [&] { return explain_add_node_failure(graph, dependencies, params); },
-                      any_context);
-                });
+    throw_error(
+        make_error_code(status), describe_node_params(function, params), __FILE__, __LINE__, [&] {
+          return diagnose([&] { return explain_add_node_failure(graph, dependencies, params); },
+                          any_context);
+        });
   return node;
 }
 /// prepare_node, then the node `build()` describes.
@@ -148,9 +147,8 @@ inline cudaGraphDeviceNode_t device_handle_of(cudaGraphNode_t node) {
   return value.deviceUpdatableKernelNode.devNode;
 }
 template <class T>
-allocation_node<T> add_allocation_node(graph_ref g, const node_dependencies& dependencies,
-                                       device d, std::size_t count, const device* first,
-                                       const device* last) {
+allocation_node<T> add_allocation_node(graph_ref g, const node_dependencies& dependencies, device d,
+                                       std::size_t count, const device* first, const device* last) {
   static_assert(std::is_trivially_copyable_v<T>,
                 "curt::add_allocation_node: the elements must be trivially copyable (nothing "
                 "constructs or destroys them)");
@@ -197,8 +195,7 @@ inline graph_node add_child(graph_ref g, const node_dependencies& dependencies, 
 /// Adds a kernel node running `kernel` with `config` on `args` (checked as curt::launch does).
 template <class... Params, class... Args>
 graph_node add_kernel_node(graph_ref g, const node_dependencies& dependencies,
-                           const launch_config& config, void (*kernel)(Params...),
-                           Args&&... args) {
+                           const launch_config& config, void (*kernel)(Params...), Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args),
                 "curt::add_kernel_node: the number of arguments differs from the kernel's "
                 "parameters");

@@ -55,10 +55,9 @@ class nccl_category_impl final : public std::error_category {
  public:
   const char* name() const noexcept override { return "nccl"; }
   std::string message(int code) const override {  // "ncclInvalidArgument (invalid argument)"
-    static const char* const names[] = {"ncclSuccess",         "ncclUnhandledCudaError",
-                                        "ncclSystemError",     "ncclInternalError",
-                                        "ncclInvalidArgument", "ncclInvalidUsage",
-                                        "ncclRemoteError",     "ncclInProgress"};
+    static const char* const names[] = {
+        "ncclSuccess",         "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
+        "ncclInvalidArgument", "ncclInvalidUsage",       "ncclRemoteError", "ncclInProgress"};
     return std::string(code >= 0 && code < 8 ? names[code] : "ncclResult_t") + " (" +
            ncclGetErrorString(static_cast<ncclResult_t>(code)) + ")";
   }
@@ -274,8 +273,7 @@ class nccl_communicator : public detail::unique_handle<nccl_communicator_ref, de
   /// Rank `rank` of `ranks` (ncclCommInitRank) on device d: blocks until every rank has joined
   /// with the same id (no timeout), so each needs its own thread or process. Not inside an
   /// nccl_group (NCCL would defer it to the group's end). A failure aborts what NCCL made.
-  nccl_communicator(curt::device d, int ranks, const ncclUniqueId& id, int rank)
-      : base(no_handle) {
+  nccl_communicator(curt::device d, int ranks, const ncclUniqueId& id, int rank) : base(no_handle) {
     ncclComm_t comm = nullptr;
     init(d.ordinal(), &comm, 1, [&] { return ncclCommInitRank(&comm, ranks, id, rank); }, [&] {
       return "ncclCommInitRank(ranks " + std::to_string(ranks) + ", rank " + std::to_string(rank) +
@@ -549,8 +547,7 @@ void all_reduce(Data&& data, nccl_op op, nccl_communicator_ref comm, stream_ref 
 }
 /// recv = root's send on every rank (ncclBroadcast); send is read on the root only. Equal sizes.
 template <class Send, class Recv>
-void broadcast(Send&& send, Recv&& recv, int root, nccl_communicator_ref comm,
-               stream_ref stream) {
+void broadcast(Send&& send, Recv&& recv, int root, nccl_communicator_ref comm, stream_ref stream) {
   detail::nccl_collectives::run<Send, Recv>(
       "curt::broadcast", "ncclBroadcast", nullptr, root, detail::nccl_sizes::equal, send, recv,
       comm, stream, CURT_DETAIL_NCCL_ISSUE(ncclBroadcast(s, r, n, t, root, c, h)));

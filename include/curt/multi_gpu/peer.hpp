@@ -74,9 +74,8 @@ inline bool set_peer_access(device d, device peer, bool on) {
   throw_error(make_error_code(status),
               peer_call(on ? "cudaDeviceEnablePeerAccess" : "cudaDeviceDisablePeerAccess",
                         d.ordinal(), peer.ordinal()),
-              __FILE__, __LINE__, [&] {
-                return on ? explain_peer_failure(status, d.ordinal(), peer.ordinal()) : "";
-              });
+              __FILE__, __LINE__,
+              [&] { return on ? explain_peer_failure(status, d.ordinal(), peer.ordinal()) : ""; });
 }
 
 // The peer_access_scopes alive per (context, peer), and whether one of them enabled the access:
@@ -246,10 +245,9 @@ inline unsigned peer_atomic_capabilities(device from, device to, cudaAtomicOpera
   detail::require_two_devices("curt::peer_atomic_capabilities", from, to);
   unsigned capabilities = 0;
   const int a = from.ordinal(), b = to.ordinal();
-  detail::check(
-      cudaDeviceGetP2PAtomicCapabilities(&capabilities, &operation, 1, a, b),
-      "cudaDeviceGetP2PAtomicCapabilities",
-      {{"operation", operation}, {"device", a}, {"peer", b}}, __FILE__, __LINE__);
+  detail::check(cudaDeviceGetP2PAtomicCapabilities(&capabilities, &operation, 1, a, b),
+                "cudaDeviceGetP2PAtomicCapabilities",
+                {{"operation", operation}, {"device", a}, {"peer", b}}, __FILE__, __LINE__);
   return capabilities;
 }
 #endif
