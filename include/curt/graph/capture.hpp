@@ -44,33 +44,6 @@ struct capture_point {  // what a capture is into, and what its next work depend
   const cudaGraphEdgeData* data = nullptr;
   std::size_t count = 0;
 };
-}  // namespace detail
-
-/// Whether `stream` is capturing, into which graph, and what its next captured work depends on.
-inline stream_capture_info capture_info(stream_ref stream) {
-  cudaStream_t h = stream.get();
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  stream_capture_info info;
-  detail::capture_point p;
-  detail::context_scope in(detail::for_stream, h);
-  cudaError_t result =
-      cudaStreamGetCaptureInfo(h, &status, &info.id, &p.graph, &p.nodes, &p.data, &p.count);
-  if (CURT_UNLIKELY(result != cudaSuccess))
-    detail::throw_error(make_error_code(result), "cudaStreamGetCaptureInfo(stream)", __FILE__,
-                        __LINE__,
-                        result == cudaErrorStreamCaptureImplicit
-                            ? "the legacy default stream cannot be asked while a blocking stream "
-                              "of its device is capturing"
-                            : "");
-  info.status = static_cast<capture_status>(status);
-  if (status != cudaStreamCaptureStatusActive) return stream_capture_info{info.status};
-  info.graph = p.graph;
-  for (std::size_t i = 0; i < p.count; ++i)  // the arrays are valid until the next call on it
-    info.dependencies.push_back({p.nodes[i], p.data ? p.data[i] : cudaGraphEdgeData{}});
-  return info;
-}
-
-namespace detail {
 
 // The status of `stream`'s capture, asked in `context` (the stream's); none when unknown.
 CURT_COLD inline capture_status capture_status_of(cudaStream_t stream, CUcontext context) {
@@ -232,6 +205,29 @@ inline capture_point active_capture(cudaStream_t stream, const char* operation,
 
 }  // namespace detail
 
+/// Whether `stream` is capturing, into which graph, and what its next captured work depends on.
+inline stream_capture_info capture_info(stream_ref stream) {
+  cudaStream_t h = stream.get();
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  stream_capture_info info;
+  detail::capture_point p;
+  detail::context_scope in(detail::for_stream, h);
+  cudaError_t result =
+      cudaStreamGetCaptureInfo(h, &status, &info.id, &p.graph, &p.nodes, &p.data, &p.count);
+  if (CURT_UNLIKELY(result != cudaSuccess))
+    detail::throw_error(make_error_code(result), "cudaStreamGetCaptureInfo(stream)", __FILE__,
+                        __LINE__,
+                        result == cudaErrorStreamCaptureImplicit
+                            ? "the legacy default stream cannot be asked while a blocking stream "
+                              "of its device is capturing"
+                            : "");
+  info.status = static_cast<capture_status>(status);
+  if (status != cudaStreamCaptureStatusActive) return stream_capture_info{info.status};
+  info.graph = p.graph;
+  for (std::size_t i = 0; i < p.count; ++i)  // the arrays are valid until the next call on it
+    info.dependencies.push_back({p.nodes[i], p.data ? p.data[i] : cudaGraphEdgeData{}});
+  return info;
+}
 /// Captures the work enqueued on a stream into a new graph, from construction to end().
 class capture_scope {
  public:
