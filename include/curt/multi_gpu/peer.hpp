@@ -85,12 +85,10 @@ class peer_scope_counts {
   std::mutex mutex;
   // A scope starts; `enabled`: its enable call turned the access on.
   void start(CUcontext context, int peer, bool enabled) {
-    if (entry* e = find(context, peer)) {
-      ++e->scopes;
-      e->enabled = e->enabled || enabled;
-    } else {
-      table_.push_back(entry{context, peer, 1, enabled});
-    }
+    entry* e = find(context, peer);
+    if (!e) e = &table_.push_back(entry{context, peer, 0, false});
+    ++e->scopes;
+    e->enabled = e->enabled || enabled;
   }
   // A scope ends: true when it was the last one and a scope enabled the access (disable it now).
   bool end(CUcontext context, int peer) noexcept {
