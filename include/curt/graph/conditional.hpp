@@ -42,10 +42,9 @@ class conditional_handle : public detail::device_value<cudaGraphConditionalHandl
                                    conditional_flags flags = conditional_flags::none) {
     cudaStream_t stream = capturing.get();
     detail::context_scope in(detail::for_stream, stream);
-    return make(detail::active_capture(stream, "curt::conditional_handle::create",
-                                       detail::not_capturing_use_graph)
-                    .graph,
-                default_value, flags);
+    const detail::capture_point point = detail::active_capture(
+        stream, "curt::conditional_handle::create", detail::not_capturing_use_graph);
+    return make(point.graph, default_value, flags);
   }
 
  private:
