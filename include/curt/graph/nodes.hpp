@@ -104,7 +104,6 @@ inline cudaGraphNode_t add_graph_node(cudaGraph_t graph, const node_dependencies
         });
   return node;
 }
-/// prepare_node, then the node `build()` describes.
 template <class Build>
 graph_node add_node(graph_ref g, const node_dependencies& dependencies, const char* function,
                     Build&& build) {
@@ -331,9 +330,8 @@ template <class T>
 allocation_node<T> add_allocation_node(graph_ref g, const node_dependencies& dependencies,
                                        device d, std::size_t count,
                                        const std::vector<device>& also_accessible_from) {
-  const device* first = also_accessible_from.data();
-  return detail::add_allocation_node<T>(g, dependencies, d, count, first,
-                                        first + also_accessible_from.size());
+  return detail::add_allocation_node<T>(g, dependencies, d, count, also_accessible_from.data(),
+                                        also_accessible_from.data() + also_accessible_from.size());
 }
 /// Adds a node freeing `pointer`, which an allocation node allocated, at every launch.
 inline graph_node add_free_node(graph_ref g, const node_dependencies& dependencies,
