@@ -450,16 +450,15 @@ class graph_exec_ref {
       return cudaGraphExecGetFlags(e, &flags) != cudaSuccess ||
              (flags & cudaGraphInstantiateFlagAutoFreeOnLaunch) != 0;
     };
+    auto why = [&] {
+      if (result != cudaErrorInvalidValue || detail::diagnose(freeing, detail::for_stream, stream))
+        return "";
+      return "an executable graph whose last launch left memory allocated (allocation nodes "
+             "without a free) cannot run again until that memory is freed (cudaFreeAsync), "
+             "unless it was instantiated with instantiate_flags::auto_free_on_launch";
+    };
     detail::throw_error(make_error_code(static_cast<cudaError_t>(result)), call, __FILE__, __LINE__,
-                        [&] {
-                          if (result != cudaErrorInvalidValue ||
-                              detail::diagnose(freeing, detail::for_stream, stream))
-                            return "";
-                          return "an executable graph whose last launch left memory allocated "
-                                 "(allocation nodes without a free) cannot run again until that "
-                                 "memory is freed (cudaFreeAsync), unless it was instantiated "
-                                 "with instantiate_flags::auto_free_on_launch";
-                        });
+                        why);
   }
 };
 /// An owning executable graph (destroying it while a launch runs is fine).
