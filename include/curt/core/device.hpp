@@ -109,9 +109,7 @@ struct device_uuid {
     }
     return std::string(text, n);
   }
-  friend bool operator==(const device_uuid& a, const device_uuid& b) noexcept {
-    return a.bytes == b.bytes;
-  }
+  friend bool operator==(device_uuid a, device_uuid b) noexcept { return a.bytes == b.bytes; }
 };
 
 /// Free and total device memory, in bytes.
