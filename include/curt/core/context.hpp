@@ -128,13 +128,10 @@ class context_scope {
   }
   context_scope(for_stream_t, cudaStream_t stream) {
     if (CURT_LIKELY(current_context() != nullptr)) return;
-    if (is_default_stream_handle(stream)) {
-      push(primary_context(runtime_device()));
-      return;
-    }
     int status = 0;
-    CUcontext context = stream_context(stream, &status);
-    if (CURT_UNLIKELY(context == nullptr))
+    CUcontext context = is_default_stream_handle(stream) ? primary_context(runtime_device())
+                                                         : stream_context(stream, &status);
+    if (CURT_UNLIKELY(context == nullptr))  // the stream's (a primary context is never null)
       throw_error(make_error_code(static_cast<cudaError_t>(status)), "cuStreamGetCtx(stream)",
                   __FILE__, __LINE__,
                   "this thread has no current context, so curt runs the call in the stream's own "
