@@ -429,18 +429,17 @@ class graph_exec_ref {
   }
   [[noreturn]] CURT_COLD static void throw_update_refused(const graph_update_result& refused,
                                                          cudaGraph_t from) {
-    detail::throw_error(
-        make_error_code(cudaErrorGraphExecUpdateFailure), "cudaGraphExecUpdate(exec, graph)",
-        __FILE__, __LINE__, [&] {
-          auto named = [](cudaGraphNode_t node) {
-            return detail::diagnose([&] { return detail::describe_node(node); },
-                                    detail::any_context);
-          };
-          std::string why = detail::describe_update_refusal(refused.result, named(refused.node),
-                                                            named(refused.from_node));
-          std::string note = device_updatable_note(from);
-          return note.empty() ? why : why + "; " + note;
-        });
+    auto named = [](cudaGraphNode_t node) {
+      return detail::diagnose([&] { return detail::describe_node(node); }, detail::any_context);
+    };
+    auto why = [&] {
+      std::string text = detail::describe_update_refusal(refused.result, named(refused.node),
+                                                         named(refused.from_node));
+      std::string note = device_updatable_note(from);
+      return note.empty() ? text : text + "; " + note;
+    };
+    detail::throw_error(make_error_code(cudaErrorGraphExecUpdateFailure),
+                        "cudaGraphExecUpdate(exec, graph)", __FILE__, __LINE__, why);
   }
   // Explained in the stream's context: any other could be a context the program never used.
   [[noreturn]] CURT_COLD static void throw_launch_error(int result, cudaGraphExec_t e,
