@@ -90,6 +90,14 @@ inline bool green_context_current() {
          green != nullptr;
 }
 
+/// Whether a context of device `ordinal` is current (one device_guard keeps).
+inline bool device_context_current(int ordinal) {
+  CUdevice device = -1;
+  return current_context() != nullptr &&
+         CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetDevice, 2000)(&device) == 0 &&
+         device == driver_device(ordinal);
+}
+
 // Tags for the context a call needs where no context is current (see context_scope).
 struct for_stream_t {
   explicit for_stream_t() = default;
@@ -120,13 +128,10 @@ class context_scope {
   }
   context_scope(for_stream_t, cudaStream_t stream) {
     if (CURT_LIKELY(current_context() != nullptr)) return;
-    if (is_default_stream_handle(stream)) {
-      push(primary_context(runtime_device()));
-      return;
-    }
     int status = 0;
-    CUcontext context = stream_context(stream, &status);
-    if (CURT_UNLIKELY(context == nullptr))
+    CUcontext context = is_default_stream_handle(stream) ? primary_context(runtime_device())
+                                                         : stream_context(stream, &status);
+    if (CURT_UNLIKELY(context == nullptr))  // the stream's (a primary context is never null)
       throw_error(make_error_code(static_cast<cudaError_t>(status)), "cuStreamGetCtx(stream)",
                   __FILE__, __LINE__,
                   "this thread has no current context, so curt runs the call in the stream's own "
@@ -200,12 +205,8 @@ class context_scope {
 class device_guard {
  public:
   explicit device_guard(device d) {
-    CUdevice of_current = -1;
-    if (detail::current_context() != nullptr &&
-        CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetDevice, 2000)(&of_current) == 0 &&
-        of_current == detail::driver_device(d.ordinal()))
-      return;
-    scope_.push(detail::primary_context(d.ordinal()));
+    if (!detail::device_context_current(d.ordinal()))
+      scope_.push(detail::primary_context(d.ordinal()));
   }
 
  private:

@@ -30,16 +30,26 @@ struct deferred_task {
   deferred_task* next = nullptr;
   void (*destroy)(deferred_task*) noexcept = nullptr;
 };
+/// Pushes `task` on the list that starts at `head`. Lock-free: safe on a callback thread.
+inline void push_task(atomic<deferred_task*>& head, deferred_task* task) noexcept {
+  deferred_task* next = head.load(order::relaxed);
+  do {
+    task->next = next;
+  } while (!head.compare_exchange_weak(next, task, order::release, order::relaxed));
+}
+/// Destroys `task` and every task after it in its list.
+inline void destroy_tasks(deferred_task* task) noexcept {
+  while (task) {
+    deferred_task* next = task->next;
+    task->destroy(task);
+    task = next;
+  }
+}
 
 class deferred_work {
  public:
   /// A finished task, to be destroyed on a user thread. Lock-free: safe on a callback thread.
-  void push(deferred_task* task) noexcept {
-    deferred_task* head = head_.load(order::relaxed);
-    do {
-      task->next = head;
-    } while (!head_.compare_exchange_weak(head, task, order::release, order::relaxed));
-  }
+  void push(deferred_task* task) noexcept { push_task(head_, task); }
   /// Destroys every finished task on the calling thread; one load when there is none. In
   /// relaxed capture mode: a task's captures may free CUDA resources, which a global-mode
   /// capture on another thread would otherwise see as an unsafe call and be invalidated by.
@@ -47,11 +57,7 @@ class deferred_work {
     if (head_.load(order::relaxed) == nullptr) return;
     cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
     (void)cudaThreadExchangeStreamCaptureMode(&mode);
-    for (deferred_task* task = head_.exchange(nullptr, order::acquire); task;) {
-      deferred_task* next = task->next;
-      task->destroy(task);
-      task = next;
-    }
+    destroy_tasks(head_.exchange(nullptr, order::acquire));
     (void)cudaThreadExchangeStreamCaptureMode(&mode);
   }
 
@@ -87,8 +93,7 @@ class deferred_work {
     std::lock_guard<std::mutex> lock(mutex_);
     entry* e = find(id);
     if (!e || !e->error) return nullptr;
-    std::exception_ptr error = std::move(e->error);
-    e->error = nullptr;
+    std::exception_ptr error = std::exchange(e->error, nullptr);
     pending_.fetch_sub(1, order::relaxed);
     forget_if_done(e);
     return error;
@@ -103,11 +108,8 @@ class deferred_work {
       std::lock_guard<std::mutex> lock(mutex_);
       entry* e = find(id);
       if (!e) return;
-      if (e->error) {
-        kept = std::move(e->error);
-        e->error = nullptr;
-        pending_.fetch_sub(1, order::relaxed);
-      }
+      if (e->error) pending_.fetch_sub(1, order::relaxed);
+      kept = std::exchange(e->error, nullptr);
       e->stream_gone = true;
       forget_if_done(e);
     }

@@ -89,24 +89,12 @@ struct compute_capability {
   int major = 0;
   int minor = 0;
   constexpr int as_int() const noexcept { return major * 10 + minor; }
-  friend constexpr bool operator==(compute_capability a, compute_capability b) noexcept {
-    return a.as_int() == b.as_int();
-  }
-  friend constexpr bool operator!=(compute_capability a, compute_capability b) noexcept {
-    return !(a == b);
-  }
-  friend constexpr bool operator<(compute_capability a, compute_capability b) noexcept {
-    return a.as_int() < b.as_int();
-  }
-  friend constexpr bool operator>(compute_capability a, compute_capability b) noexcept {
-    return b < a;
-  }
-  friend constexpr bool operator<=(compute_capability a, compute_capability b) noexcept {
-    return !(b < a);
-  }
-  friend constexpr bool operator>=(compute_capability a, compute_capability b) noexcept {
-    return !(a < b);
-  }
+  constexpr bool operator==(compute_capability b) const noexcept { return as_int() == b.as_int(); }
+  constexpr bool operator!=(compute_capability b) const noexcept { return !(*this == b); }
+  constexpr bool operator<(compute_capability b) const noexcept { return as_int() < b.as_int(); }
+  constexpr bool operator>(compute_capability b) const noexcept { return b < *this; }
+  constexpr bool operator<=(compute_capability b) const noexcept { return !(b < *this); }
+  constexpr bool operator>=(compute_capability b) const noexcept { return !(*this < b); }
 };
 
 /// A device's 16-byte UUID; to_string() gives nvidia-smi's "GPU-xxxxxxxx-xxxx-..." form.
@@ -121,9 +109,7 @@ struct device_uuid {
     }
     return std::string(text, n);
   }
-  friend bool operator==(const device_uuid& a, const device_uuid& b) noexcept {
-    return a.bytes == b.bytes;
-  }
+  friend bool operator==(device_uuid a, device_uuid b) noexcept { return a.bytes == b.bytes; }
 };
 
 /// Free and total device memory, in bytes.
@@ -158,15 +144,6 @@ constexpr bool is_capability_attribute(cudaDeviceAttr attribute) noexcept {
       return false;
   }
 }
-}  // namespace detail
-
-/// The value type of a device attribute: bool for the "is supported" kind, int otherwise.
-template <cudaDeviceAttr Attribute>
-struct device_attribute_type {
-  using type = std::conditional_t<detail::is_capability_attribute(Attribute), bool, int>;
-};
-
-namespace detail {
 
 // What curt keeps per device for the life of the process (never destroyed: static owners may
 // still use it at exit): its properties, read once (they do not change), and its primary
@@ -192,18 +169,23 @@ inline std::mutex& device_table_mutex() {
 
 inline const cudaDeviceProp& cached_properties(int ordinal) {
   device_entry& e = device_table(ordinal, "cudaGetDeviceProperties");
-  if (!e.has_properties.load(order::acquire)) {
-    std::lock_guard<std::mutex> lock(device_table_mutex());
-    if (!e.has_properties.load(order::relaxed)) {
-      check(cudaGetDeviceProperties(&e.properties, ordinal), "cudaGetDeviceProperties",
-            {{"device", ordinal}}, __FILE__, __LINE__);
-      e.has_properties.store(true, order::release);
-    }
+  if (e.has_properties.load(order::acquire)) return e.properties;
+  std::lock_guard<std::mutex> lock(device_table_mutex());
+  if (!e.has_properties.load(order::relaxed)) {
+    check(cudaGetDeviceProperties(&e.properties, ordinal), "cudaGetDeviceProperties",
+          {{"device", ordinal}}, __FILE__, __LINE__);
+    e.has_properties.store(true, order::release);
   }
   return e.properties;
 }
 
 }  // namespace detail
+
+/// The value type of a device attribute: bool for the "is supported" kind, int otherwise.
+template <cudaDeviceAttr Attribute>
+struct device_attribute_type {
+  using type = std::conditional_t<detail::is_capability_attribute(Attribute), bool, int>;
+};
 
 /// A CUDA device: a validated ordinal. Cheap to copy; owns nothing.
 class device {
@@ -232,9 +214,8 @@ class device {
   /// Any attribute, read from the driver on each call.
   int attribute(cudaDeviceAttr attribute) const {
     int value = 0;
-    detail::check(cudaDeviceGetAttribute(&value, attribute, ordinal_),
-                       "cudaDeviceGetAttribute", {{"attribute", attribute}, {"device", ordinal_}},
-                       __FILE__, __LINE__);
+    detail::check(cudaDeviceGetAttribute(&value, attribute, ordinal_), "cudaDeviceGetAttribute",
+                  {{"attribute", attribute}, {"device", ordinal_}}, __FILE__, __LINE__);
     return value;
   }
   /// A typed attribute: bool for capability flags, int otherwise.

@@ -13,6 +13,7 @@ template <class T>
 class entries {
  public:
   entries() = default;
+  explicit entries(std::size_t count) { resize(count); }  ///< as resize(count)
   entries(const entries& other) { *this = other; }
   entries(entries&& other) noexcept { swap(other); }
   entries& operator=(const entries& other) {

@@ -27,6 +27,8 @@
 
 namespace curt {
 
+inline const std::error_category& runtime_category() noexcept;  // below
+
 namespace detail {
 
 class runtime_category_impl final : public std::error_category {
@@ -52,7 +54,6 @@ class driver_category_impl final : public std::error_category {
       return {code, runtime_category()};
     return {code, *this};
   }
-  static const std::error_category& runtime_category() noexcept;
 };
 
 /// What a status enum of another API than the runtime means to curt: a specialization gives its
@@ -74,9 +75,6 @@ inline const std::error_category& runtime_category() noexcept {
   // Never destroyed: destructors of static objects may still report errors at exit.
   static const auto* category = new detail::runtime_category_impl;
   return *category;
-}
-inline const std::error_category& detail::driver_category_impl::runtime_category() noexcept {
-  return curt::runtime_category();
 }
 
 /// The error category of CUresult values (the driver API).

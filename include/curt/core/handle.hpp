@@ -124,6 +124,8 @@ class unique_handle : public Ref {
  protected:
   explicit unique_handle(Ref ref, State state = State()) noexcept
       : Ref(ref), state_(std::move(state)) {}
+  explicit unique_handle(no_handle_t) noexcept  // an empty owner: every use throws
+      : Ref(state_handle<handle_type>(handle_state::empty)) {}
   /// Frees what the owner holds (nothing for an owner without a handle); it is empty after.
   void reset() noexcept {
     if (!is_state_handle(this->handle_)) {

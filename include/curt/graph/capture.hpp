@@ -44,33 +44,6 @@ struct capture_point {  // what a capture is into, and what its next work depend
   const cudaGraphEdgeData* data = nullptr;
   std::size_t count = 0;
 };
-}  // namespace detail
-
-/// Whether `stream` is capturing, into which graph, and what its next captured work depends on.
-inline stream_capture_info capture_info(stream_ref stream) {
-  cudaStream_t h = stream.get();
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  stream_capture_info info;
-  detail::capture_point p;
-  detail::context_scope in(detail::for_stream, h);
-  cudaError_t result =
-      cudaStreamGetCaptureInfo(h, &status, &info.id, &p.graph, &p.nodes, &p.data, &p.count);
-  if (CURT_UNLIKELY(result != cudaSuccess))
-    detail::throw_error(make_error_code(result), "cudaStreamGetCaptureInfo(stream)", __FILE__,
-                        __LINE__,
-                        result == cudaErrorStreamCaptureImplicit
-                            ? "the legacy default stream cannot be asked while a blocking stream "
-                              "of its device is capturing"
-                            : "");
-  info.status = static_cast<capture_status>(status);
-  if (status != cudaStreamCaptureStatusActive) return stream_capture_info{info.status};
-  info.graph = p.graph;
-  for (std::size_t i = 0; i < p.count; ++i)  // the arrays are valid until the next call on it
-    info.dependencies.push_back({p.nodes[i], p.data ? p.data[i] : cudaGraphEdgeData{}});
-  return info;
-}
-
-namespace detail {
 
 // The status of `stream`'s capture, asked in `context` (the stream's); none when unknown.
 CURT_COLD inline capture_status capture_status_of(cudaStream_t stream, CUcontext context) {
@@ -85,13 +58,11 @@ inline CUcontext begin_capture(cudaStream_t stream, capture_mode mode, cudaGraph
                                const node_dependencies& after) {
   CUcontext context = context_of(stream);
   const auto native_mode = static_cast<cudaStreamCaptureMode>(mode);
-  cudaError_t status;
-  {
-    context_scope in(context);
-    status = target ? cudaStreamBeginCaptureToGraph(stream, target, after.nodes(), after.data(),
-                                                    after.size(), native_mode)
-                    : cudaStreamBeginCapture(stream, native_mode);
-  }
+  const cudaError_t status = call_in([&] {
+    return target ? cudaStreamBeginCaptureToGraph(stream, target, after.nodes(), after.data(),
+                                                  after.size(), native_mode)
+                  : cudaStreamBeginCapture(stream, native_mode);
+  }, context);
   if (CURT_UNLIKELY(status != cudaSuccess))
     throw_error(make_error_code(status),
                 target ? "cudaStreamBeginCaptureToGraph(stream, graph, " +
@@ -126,11 +97,7 @@ inline cudaGraph_t end_capture(cudaStream_t stream, CUcontext context, bool& end
     raise(cudaErrorIllegalState, operation, "the capture was ended already: end() once", __FILE__,
           __LINE__);
   cudaGraph_t graph = nullptr;
-  cudaError_t status;
-  {
-    context_scope in(context);
-    status = cudaStreamEndCapture(stream, &graph);
-  }
+  const cudaError_t status = call_in([&] { return cudaStreamEndCapture(stream, &graph); }, context);
   ended = status == cudaSuccess;
   if (CURT_LIKELY(ended)) return graph;
   if (graph && !into_target)
@@ -159,11 +126,7 @@ inline cudaGraph_t end_capture(cudaStream_t stream, CUcontext context, bool& end
 inline bool abandon_capture(cudaStream_t stream, CUcontext context, bool into_target) noexcept {
   try {
     cudaGraph_t graph = nullptr;
-    cudaError_t status;
-    {
-      context_scope in(context);
-      status = cudaStreamEndCapture(stream, &graph);
-    }
+    cudaError_t status = call_in([&] { return cudaStreamEndCapture(stream, &graph); }, context);
     if (!destroys_target(status))
       report(status, "cudaStreamEndCapture(stream) (a capture left without end())", __FILE__,
              __LINE__);
@@ -242,6 +205,29 @@ inline capture_point active_capture(cudaStream_t stream, const char* operation,
 
 }  // namespace detail
 
+/// Whether `stream` is capturing, into which graph, and what its next captured work depends on.
+inline stream_capture_info capture_info(stream_ref stream) {
+  cudaStream_t h = stream.get();
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  stream_capture_info info;
+  detail::capture_point p;
+  detail::context_scope in(detail::for_stream, h);
+  cudaError_t result =
+      cudaStreamGetCaptureInfo(h, &status, &info.id, &p.graph, &p.nodes, &p.data, &p.count);
+  if (CURT_UNLIKELY(result != cudaSuccess))
+    detail::throw_error(make_error_code(result), "cudaStreamGetCaptureInfo(stream)", __FILE__,
+                        __LINE__,
+                        result == cudaErrorStreamCaptureImplicit
+                            ? "the legacy default stream cannot be asked while a blocking stream "
+                              "of its device is capturing"
+                            : "");
+  info.status = static_cast<capture_status>(status);
+  if (status != cudaStreamCaptureStatusActive) return stream_capture_info{info.status};
+  info.graph = p.graph;
+  for (std::size_t i = 0; i < p.count; ++i)  // the arrays are valid until the next call on it
+    info.dependencies.push_back({p.nodes[i], p.data ? p.data[i] : cudaGraphEdgeData{}});
+  return info;
+}
 /// Captures the work enqueued on a stream into a new graph, from construction to end().
 class capture_scope {
  public:
@@ -349,19 +335,18 @@ curt::graph capture(stream_ref stream, Work&& work, capture_mode mode = capture_
 }
 /// Captures what `work` enqueues on `stream` into `target` (see capture_to_graph_scope).
 template <class Target, class Work>
-void capture_to_graph(stream_ref stream, Target&& target, Work&& work,
-                      capture_mode mode = capture_mode::global) {
-  capture_to_graph_scope scope(stream, std::forward<Target>(target), {}, mode);
-  detail::capture_access::run(scope, std::forward<Work>(work), false);
-  scope.end();
-}
-template <class Target, class Work>
 void capture_to_graph(stream_ref stream, Target&& target,
                       const std::vector<graph_dependency>& dependencies, Work&& work,
                       capture_mode mode = capture_mode::global) {
   capture_to_graph_scope scope(stream, std::forward<Target>(target), dependencies, mode);
   detail::capture_access::run(scope, std::forward<Work>(work), false);
   scope.end();
+}
+/// The same, with no dependencies.
+template <class Target, class Work>
+void capture_to_graph(stream_ref stream, Target&& target, Work&& work,
+                      capture_mode mode = capture_mode::global) {
+  capture_to_graph(stream, std::forward<Target>(target), {}, std::forward<Work>(work), mode);
 }
 
 }  // namespace curt

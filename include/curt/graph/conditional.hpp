@@ -24,12 +24,11 @@ enum class conditional_flags : unsigned {
   assign_default = cudaGraphCondAssignDefault,
 };
 /// The value a conditional node reads, which kernels set with curt::set_condition (never freed).
-class conditional_handle {
+class conditional_handle : public detail::device_value<cudaGraphConditionalHandle> {
  public:
   constexpr conditional_handle() noexcept = default;
   CURT_HOST_DEVICE constexpr explicit conditional_handle(cudaGraphConditionalHandle native) noexcept
-      : handle_(native) {}
-  CURT_HOST_DEVICE constexpr cudaGraphConditionalHandle native() const noexcept { return handle_; }
+      : device_value(native) {}
 
   /// A handle for a conditional node of `g` or of a body below it.
   static conditional_handle create(graph_ref g, unsigned default_value = 0,
@@ -43,16 +42,9 @@ class conditional_handle {
                                    conditional_flags flags = conditional_flags::none) {
     cudaStream_t stream = capturing.get();
     detail::context_scope in(detail::for_stream, stream);
-    return make(detail::active_capture(stream, "curt::conditional_handle::create",
-                                       detail::not_capturing_use_graph)
-                    .graph,
-                default_value, flags);
-  }
-  friend constexpr bool operator==(conditional_handle a, conditional_handle b) noexcept {
-    return a.handle_ == b.handle_;
-  }
-  friend constexpr bool operator!=(conditional_handle a, conditional_handle b) noexcept {
-    return a.handle_ != b.handle_;
+    const detail::capture_point point = detail::active_capture(
+        stream, "curt::conditional_handle::create", detail::not_capturing_use_graph);
+    return make(point.graph, default_value, flags);
   }
 
  private:
@@ -69,7 +61,6 @@ class conditional_handle {
         {"graph", {"default", default_value}, {"flags", native_flags}}, __FILE__, __LINE__);
     return conditional_handle(handle);
   }
-  cudaGraphConditionalHandle handle_ = 0;
 };
 
 #if defined(__CUDACC__)
@@ -82,14 +73,6 @@ __device__ inline void set_condition(cudaGraphConditionalHandle handle, unsigned
   cudaGraphSetConditional(handle, value);
 }
 #endif
-
-namespace detail {
-CURT_COLD inline std::string conditional_kind_name(cudaGraphConditionalNodeType kind,
-                                                   unsigned bodies) {
-  if (kind == cudaGraphCondTypeIf) return bodies == 2 ? "IF/ELSE" : "IF";
-  return kind == cudaGraphCondTypeWhile ? "WHILE" : "SWITCH";
-}
-}  // namespace detail
 
 /// A conditional node and its bodies (graphs that belong to the node, valid as long as it is).
 class conditional_node : public graph_node {
@@ -111,10 +94,8 @@ class conditional_node : public graph_node {
                     "curt::conditional_node::body(" + std::to_string(index) + ")",
                     bodies_ == nullptr
                         ? std::string("this conditional_node is empty (default-constructed)")
-                        : "a conditional " +
-                              std::string(detail::conditional_kind_name(kind_, count_)) +
-                              " node has " + std::to_string(count_) + " bod" +
-                              (count_ == 1 ? "y" : "ies") + ", numbered from 0",
+                        : "a conditional " + kind_name() + " node has " + std::to_string(count_) +
+                              " bod" + (count_ == 1 ? "y" : "ies") + ", numbered from 0",
                     __FILE__, __LINE__);
     return graph_ref(bodies_[index]);
   }
@@ -123,12 +104,16 @@ class conditional_node : public graph_node {
     if (CURT_UNLIKELY(kind_ != cudaGraphCondTypeIf || count_ != 2))
       detail::raise(cudaErrorInvalidValue, "curt::conditional_node::else_body()",
                     "only an IF/ELSE node (add_if_else_node) has an ELSE body; this is a " +
-                        std::string(detail::conditional_kind_name(kind_, count_)) + " node",
+                        kind_name() + " node",
                     __FILE__, __LINE__);
     return body(1);
   }
 
  private:
+  CURT_COLD std::string kind_name() const {  // "IF/ELSE", for messages
+    if (kind_ == cudaGraphCondTypeIf) return count_ == 2 ? "IF/ELSE" : "IF";
+    return kind_ == cudaGraphCondTypeWhile ? "WHILE" : "SWITCH";
+  }
   cudaGraphConditionalNodeType kind_ = cudaGraphCondTypeIf;
   conditional_handle handle_;
   cudaGraph_t* bodies_ = nullptr;  // CUDA's array, valid for the node's life
@@ -157,8 +142,7 @@ inline conditional_node add_conditional(graph_ref g, const node_dependencies& de
   graph_node node = add_graph_node(graph, dependencies, p, function);
   return conditional_node(node, kind, handle, p.conditional.phGraph_out, count);
 }
-inline conditional_node add_conditional_in_capture(stream_ref capturing,
-                                                   conditional_handle handle,
+inline conditional_node add_conditional_in_capture(stream_ref capturing, conditional_handle handle,
                                                    cudaGraphConditionalNodeType kind,
                                                    unsigned count) {
   const char* function = conditional_function(kind, count);

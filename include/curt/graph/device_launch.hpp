@@ -35,13 +35,14 @@ inline void require_device_launch_flags(unsigned long long flags, const char* op
 }  // namespace detail
 
 /// An executable graph for device launch, as kernels get it (by value; keep the graph_exec alive).
-class device_graph {
+class device_graph : public detail::device_value<cudaGraphExec_t> {
  public:
   constexpr device_graph() noexcept = default;
-  explicit device_graph(graph_exec_ref exec) : handle_(checked(exec, "curt::device_graph(exec)")) {}
+  explicit device_graph(graph_exec_ref exec)
+      : device_value(checked(exec, "curt::device_graph(exec)")) {}
   /// The same, uploaded on `upload_stream`.
   device_graph(graph_exec_ref exec, stream_ref upload_stream)
-      : handle_(checked(exec, "curt::device_graph(exec, upload_stream)")) {
+      : device_value(checked(exec, "curt::device_graph(exec, upload_stream)")) {
     exec.upload(upload_stream);
   }
   device_graph(graph_exec&&) = delete;  // it would dangle
@@ -50,17 +51,10 @@ class device_graph {
   CURT_HOST_DEVICE static constexpr device_graph from_native_handle(
       cudaGraphExec_t native) noexcept {
     device_graph g;
-    g.handle_ = native;
+    g.native_ = native;
     return g;
   }
-  CURT_HOST_DEVICE constexpr cudaGraphExec_t native() const noexcept { return handle_; }
-  CURT_HOST_DEVICE constexpr bool valid() const noexcept { return handle_ != nullptr; }
-  friend CURT_HOST_DEVICE constexpr bool operator==(device_graph a, device_graph b) noexcept {
-    return a.handle_ == b.handle_;
-  }
-  friend CURT_HOST_DEVICE constexpr bool operator!=(device_graph a, device_graph b) noexcept {
-    return a.handle_ != b.handle_;
-  }
+  CURT_HOST_DEVICE constexpr bool valid() const noexcept { return native_ != nullptr; }
 
  private:
   static cudaGraphExec_t checked(graph_exec_ref exec, const char* operation) {
@@ -68,7 +62,6 @@ class device_graph {
     detail::require_device_launch_flags(static_cast<unsigned long long>(exec.flags()), operation);
     return e;
   }
-  cudaGraphExec_t handle_ = nullptr;
 };
 
 #if defined(__CUDACC__)
@@ -91,22 +84,12 @@ __device__ inline device_graph current_device_graph() {
 #endif
 
 /// A device-updatable kernel node as device code changes it: trivially copyable, untyped.
-class device_node {
+class device_node : public detail::device_value<cudaGraphDeviceNode_t> {
  public:
   constexpr device_node() noexcept = default;
   CURT_HOST_DEVICE constexpr explicit device_node(cudaGraphDeviceNode_t native) noexcept
-      : node_(native) {}
-  CURT_HOST_DEVICE constexpr cudaGraphDeviceNode_t native() const noexcept { return node_; }
-  CURT_HOST_DEVICE constexpr bool valid() const noexcept { return node_ != nullptr; }
-  friend CURT_HOST_DEVICE constexpr bool operator==(device_node a, device_node b) noexcept {
-    return a.node_ == b.node_;
-  }
-  friend CURT_HOST_DEVICE constexpr bool operator!=(device_node a, device_node b) noexcept {
-    return a.node_ != b.node_;
-  }
-
- private:
-  cudaGraphDeviceNode_t node_ = nullptr;
+      : device_value(native) {}
+  CURT_HOST_DEVICE constexpr bool valid() const noexcept { return native_ != nullptr; }
 };
 
 /// A device-updatable node of a kernel with parameters Params..., with each parameter's offset,
@@ -132,18 +115,14 @@ class device_kernel_node : public device_node {
 };
 
 namespace detail {
-template <class Kernel>
-struct device_kernel_node_from;
-template <class... Params>
-struct device_kernel_node_from<void(Params...)> {
-  using type = device_kernel_node<Params...>;
-};
+template <class... Params>  // declared only: device_kernel_node_for names its return type
+device_kernel_node<Params...> device_kernel_node_of(void (*)(Params...));
 }  // namespace detail
 
 /// The device handle type for kernel `Kernel` (a function type, or a pointer to one).
 template <class Kernel>
-using device_kernel_node_for = typename detail::device_kernel_node_from<std::remove_cv_t<
-    std::remove_pointer_t<std::remove_cv_t<std::remove_reference_t<Kernel>>>>>::type;
+using device_kernel_node_for =
+    decltype(detail::device_kernel_node_of(std::declval<std::decay_t<Kernel>>()));
 
 /// What add_device_updatable_kernel_node gives: the node and the handle device code changes it by.
 template <class... Params>
@@ -237,10 +216,7 @@ inline cudaGraphDeviceNode_t make_node_device_updatable(cudaGraphNode_t node, co
                 "CUDA refused to make the kernel node device-updatable, so the node was removed "
                 "again: the graph is as it was");
   }
-  cudaLaunchAttributeValue read{};
-  check(cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributeDeviceUpdatableKernelNode, &read),
-        "cudaGraphKernelNodeGetAttribute(node, device-updatable)", __FILE__, __LINE__);
-  return read.deviceUpdatableKernelNode.devNode;
+  return device_handle_of(node);
 }
 // The node a launch just captured on `stream`, and its device handle. In the stream's context.
 inline std::pair<cudaGraphNode_t, cudaGraphDeviceNode_t> captured_device_node(
@@ -269,22 +245,19 @@ updatable_kernel_node<Params...> add_device_updatable_kernel_node(
   static_assert(sizeof...(Params) == sizeof...(Args),
                 "curt::add_device_updatable_kernel_node: the number of arguments differs from the "
                 "kernel's parameters");
-  if constexpr (sizeof...(Params) == sizeof...(Args)) {
-    if constexpr (detail::check_arguments<std::tuple<Params...>, std::tuple<Args&&...>>(
-                      std::index_sequence_for<Params...>{})) {
-      const char* function = "curt::add_device_updatable_kernel_node";
-      cudaGraph_t graph = detail::prepare_node(g, dependencies, function);
-      detail::check_kernel_node_config(config, function);
-      const void* entry = reinterpret_cast<const void*>(kernel);
-      detail::context_scope in(detail::any_context);
-      unsigned offsets[sizeof...(Params) > 0 ? sizeof...(Params) : 1] = {};
-      detail::query_parameter_offsets<Params...>(entry, offsets, function);
-      detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
-      cudaGraphNodeParams p = detail::kernel_node_params(config, entry, arguments.pointers);
-      cudaGraphNode_t node = detail::add_kernel(graph, dependencies, config, p, function);
-      return updatable_kernel_node<Params...>(
-          node, {detail::make_node_device_updatable(node, entry), offsets});
-    }
+  if constexpr (detail::arguments_fit<std::tuple<Params...>, std::tuple<Args&&...>>()) {
+    const char* function = "curt::add_device_updatable_kernel_node";
+    cudaGraph_t graph = detail::prepare_node(g, dependencies, function);
+    detail::check_kernel_node_config(config, function);
+    const void* entry = reinterpret_cast<const void*>(kernel);
+    detail::context_scope in(detail::any_context);
+    unsigned offsets[sizeof...(Params) > 0 ? sizeof...(Params) : 1] = {};
+    detail::query_parameter_offsets<Params...>(entry, offsets, function);
+    detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
+    cudaGraphNodeParams p = detail::kernel_node_params(config, entry, arguments.pointers);
+    cudaGraphNode_t node = detail::add_kernel(graph, dependencies, config, p, function);
+    return updatable_kernel_node<Params...>(
+        node, {detail::make_node_device_updatable(node, entry), offsets});
   }
   return {};
 }
@@ -298,38 +271,35 @@ updatable_kernel_node<Params...> launch_device_updatable(stream_ref capturing,
   static_assert(sizeof...(Params) == sizeof...(Args),
                 "curt::launch_device_updatable: the number of arguments differs from the kernel's "
                 "parameters");
-  if constexpr (sizeof...(Params) == sizeof...(Args)) {
-    if constexpr (detail::check_arguments<std::tuple<Params...>, std::tuple<Args&&...>>(
-                      std::index_sequence_for<Params...>{})) {
-      const char* function = "curt::launch_device_updatable";
-      cudaStream_t stream = capturing.get();
-      const void* entry = reinterpret_cast<const void*>(kernel);
-      detail::context_scope in(detail::for_stream, stream);
-      (void)detail::active_capture(
-          stream, function,
-          "the stream is not capturing: a device-updatable kernel node exists only in a graph "
-          "(CUDA refuses the attribute on a launch that is not captured); launch it inside "
-          "curt::capture, or add it to a graph with curt::add_device_updatable_kernel_node. "
-          "Nothing was launched");
-      unsigned offsets[sizeof...(Params) > 0 ? sizeof...(Params) : 1] = {};
-      detail::query_parameter_offsets<Params...>(entry, offsets, function);
-      detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
-      // The configuration's attributes and one more: device-updatable.
-      cudaLaunchConfig_t native = config.native(stream);
-      cudaLaunchAttribute attributes[launch_config::max_attributes + 1] = {};
-      const unsigned kept = config.attribute_count();
-      for (unsigned i = 0; i < kept; ++i) attributes[i] = config.attributes()[i];
-      attributes[kept].id = cudaLaunchAttributeDeviceUpdatableKernelNode;
-      attributes[kept].val.deviceUpdatableKernelNode.deviceUpdatable = 1;
-      native.attrs = attributes;
-      native.numAttrs = kept + 1;
-      detail::device_updatable_nodes_made().store(true, detail::order::relaxed);
-      int status = detail::launch_native(native, entry, arguments.pointers);
-      if (CURT_UNLIKELY(status != 0)) detail::throw_launch_error(status, native, entry);
-      auto captured = detail::captured_device_node(
-          stream, attributes[kept].val.deviceUpdatableKernelNode.devNode);
-      return updatable_kernel_node<Params...>(captured.first, {captured.second, offsets});
-    }
+  if constexpr (detail::arguments_fit<std::tuple<Params...>, std::tuple<Args&&...>>()) {
+    const char* function = "curt::launch_device_updatable";
+    cudaStream_t stream = capturing.get();
+    const void* entry = reinterpret_cast<const void*>(kernel);
+    detail::context_scope in(detail::for_stream, stream);
+    (void)detail::active_capture(
+        stream, function,
+        "the stream is not capturing: a device-updatable kernel node exists only in a graph "
+        "(CUDA refuses the attribute on a launch that is not captured); launch it inside "
+        "curt::capture, or add it to a graph with curt::add_device_updatable_kernel_node. "
+        "Nothing was launched");
+    unsigned offsets[sizeof...(Params) > 0 ? sizeof...(Params) : 1] = {};
+    detail::query_parameter_offsets<Params...>(entry, offsets, function);
+    detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
+    // The configuration's attributes and one more: device-updatable.
+    cudaLaunchConfig_t native = config.native(stream);
+    cudaLaunchAttribute attributes[launch_config::max_attributes + 1] = {};
+    const unsigned kept = config.attribute_count();
+    for (unsigned i = 0; i < kept; ++i) attributes[i] = config.attributes()[i];
+    attributes[kept].id = cudaLaunchAttributeDeviceUpdatableKernelNode;
+    attributes[kept].val.deviceUpdatableKernelNode.deviceUpdatable = 1;
+    native.attrs = attributes;
+    native.numAttrs = kept + 1;
+    detail::device_updatable_nodes_made().store(true, detail::order::relaxed);
+    int status = detail::launch_native(native, entry, arguments.pointers);
+    if (CURT_UNLIKELY(status != 0)) detail::throw_launch_error(status, native, entry);
+    auto captured = detail::captured_device_node(
+        stream, attributes[kept].val.deviceUpdatableKernelNode.devNode);
+    return updatable_kernel_node<Params...>(captured.first, {captured.second, offsets});
   }
   return {};
 }

@@ -120,6 +120,13 @@ CURT_COLD auto diagnose(Describe&& describe, const Where&... where) -> decltype(
   (void)cudaGetLastError();
   return result;
 }
+// Runs `call`, a CUDA call, in context_scope(where...) and returns its status, so that a failure
+// is explained and thrown after the scope.
+template <class Call, class... Where>
+cudaError_t call_in(const Call& call, const Where&... where) {
+  context_scope in(where...);
+  return call();
+}
 // "memset node 0x...". Needs a context.
 CURT_COLD inline std::string describe_node(cudaGraphNode_t node) {
   char address[32];
@@ -181,6 +188,24 @@ Task& retain_in_graph(cudaGraph_t graph, std::unique_ptr<Task> owned) {
   }
   return *task;
 }
+// What the handles kernels take by value (device_graph, device_node, conditional_handle) share:
+// a native value, compared by value.
+template <class Native>
+class device_value {
+ public:
+  CURT_HOST_DEVICE constexpr Native native() const noexcept { return native_; }
+  friend CURT_HOST_DEVICE constexpr bool operator==(device_value a, device_value b) noexcept {
+    return a.native_ == b.native_;
+  }
+  friend CURT_HOST_DEVICE constexpr bool operator!=(device_value a, device_value b) noexcept {
+    return a.native_ != b.native_;
+  }
+
+ protected:
+  constexpr device_value() noexcept = default;
+  CURT_HOST_DEVICE constexpr explicit device_value(Native native) noexcept : native_(native) {}
+  Native native_{};
+};
 struct graph_access;
 struct graph_traits;
 struct graph_exec_traits;
@@ -230,11 +255,8 @@ class graph_ref {
     std::size_t n = 0;
     detail::check(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &n), "cudaGraphGetEdges(graph)",
                   __FILE__, __LINE__);
-    detail::entries<cudaGraphNode_t> from, to;
-    detail::entries<cudaGraphEdgeData> data;
-    from.resize(n);
-    to.resize(n);
-    data.resize(n);
+    detail::entries<cudaGraphNode_t> from(n), to(n);
+    detail::entries<cudaGraphEdgeData> data(n);
     if (n)
       detail::check(cudaGraphGetEdges(g, from.data(), to.data(), data.data(), &n),
                     "cudaGraphGetEdges(graph, with edge data)", __FILE__, __LINE__);
@@ -305,8 +327,7 @@ class graph : public detail::unique_handle<graph_ref, detail::graph_traits> {
     return graph(created);
   }
   /// An empty owner: every use throws until one is assigned.
-  explicit graph(no_handle_t) noexcept
-      : base(detail::state_handle<cudaGraph_t>(detail::handle_state::empty)) {}
+  explicit graph(no_handle_t) noexcept : base(no_handle) {}
   /// Takes ownership of a native graph (not null).
   static graph from_native_handle(cudaGraph_t handle) {
     if (handle == nullptr || detail::is_state_handle(handle))
@@ -361,11 +382,8 @@ class graph_exec_ref {
     cudaGraphExec_t e = native("update()");
     cudaGraph_t g = from.native("update() (the graph to update from)");
     cudaGraphExecUpdateResultInfo info{};
-    cudaError_t status;
-    {
-      detail::context_scope in(detail::any_context);
-      status = cudaGraphExecUpdate(e, g, &info);
-    }
+    const cudaError_t status =
+        detail::call_in([&] { return cudaGraphExecUpdate(e, g, &info); }, detail::any_context);
     if (status == cudaErrorGraphExecUpdateFailure) {
       (void)cudaGetLastError();
       graph_update_result refused{info.result, info.errorNode, info.errorFromNode};
@@ -411,18 +429,17 @@ class graph_exec_ref {
   }
   [[noreturn]] CURT_COLD static void throw_update_refused(const graph_update_result& refused,
                                                          cudaGraph_t from) {
-    detail::throw_error(
-        make_error_code(cudaErrorGraphExecUpdateFailure), "cudaGraphExecUpdate(exec, graph)",
-        __FILE__, __LINE__, [&] {
-          auto named = [](cudaGraphNode_t node) {
-            return detail::diagnose([&] { return detail::describe_node(node); },
-                                    detail::any_context);
-          };
-          std::string why = detail::describe_update_refusal(refused.result, named(refused.node),
-                                                            named(refused.from_node));
-          std::string note = device_updatable_note(from);
-          return note.empty() ? why : why + "; " + note;
-        });
+    auto named = [](cudaGraphNode_t node) {
+      return detail::diagnose([&] { return detail::describe_node(node); }, detail::any_context);
+    };
+    auto why = [&] {
+      std::string text = detail::describe_update_refusal(refused.result, named(refused.node),
+                                                         named(refused.from_node));
+      std::string note = device_updatable_note(from);
+      return note.empty() ? text : text + "; " + note;
+    };
+    detail::throw_error(make_error_code(cudaErrorGraphExecUpdateFailure),
+                        "cudaGraphExecUpdate(exec, graph)", __FILE__, __LINE__, why);
   }
   // Explained in the stream's context: any other could be a context the program never used.
   [[noreturn]] CURT_COLD static void throw_launch_error(int result, cudaGraphExec_t e,
@@ -432,16 +449,15 @@ class graph_exec_ref {
       return cudaGraphExecGetFlags(e, &flags) != cudaSuccess ||
              (flags & cudaGraphInstantiateFlagAutoFreeOnLaunch) != 0;
     };
+    auto why = [&] {
+      if (result != cudaErrorInvalidValue || detail::diagnose(freeing, detail::for_stream, stream))
+        return "";
+      return "an executable graph whose last launch left memory allocated (allocation nodes "
+             "without a free) cannot run again until that memory is freed (cudaFreeAsync), "
+             "unless it was instantiated with instantiate_flags::auto_free_on_launch";
+    };
     detail::throw_error(make_error_code(static_cast<cudaError_t>(result)), call, __FILE__, __LINE__,
-                        [&] {
-                          if (result != cudaErrorInvalidValue ||
-                              detail::diagnose(freeing, detail::for_stream, stream))
-                            return "";
-                          return "an executable graph whose last launch left memory allocated "
-                                 "(allocation nodes without a free) cannot run again until that "
-                                 "memory is freed (cudaFreeAsync), unless it was instantiated "
-                                 "with instantiate_flags::auto_free_on_launch";
-                        });
+                        why);
   }
 };
 /// An owning executable graph (destroying it while a launch runs is fine).
@@ -451,8 +467,7 @@ class graph_exec
 
  public:
   /// An empty owner: every use throws until one is assigned.
-  explicit graph_exec(no_handle_t) noexcept
-      : base(detail::state_handle<cudaGraphExec_t>(detail::handle_state::empty)) {}
+  explicit graph_exec(no_handle_t) noexcept : base(no_handle) {}
   /// Takes ownership of a native executable graph (not null).
   static graph_exec from_native_handle(cudaGraphExec_t handle) {
     if (handle == nullptr || detail::is_state_handle(handle))
@@ -515,15 +530,13 @@ CURT_COLD inline std::string explain_instantiation(const cudaGraphInstantiatePar
 inline graph graph_ref::clone() const {
   cudaGraph_t g = native("clone()");
   cudaGraph_t copy = nullptr;
-  cudaError_t status;
-  {
-    detail::context_scope in(detail::any_context);
+  const cudaError_t status = detail::call_in([&] {
     detail::refuse_device_updatable_copy(
         g, "curt::graph::clone()",
         "instantiate the graph itself (one executable graph at a time), or build or capture it "
         "again for a second one with handles of its own");
-    status = cudaGraphClone(&copy, g);
-  }
+    return cudaGraphClone(&copy, g);
+  }, detail::any_context);
   if (CURT_UNLIKELY(status != cudaSuccess))
     detail::throw_error(make_error_code(status), "cudaGraphClone(graph)", __FILE__, __LINE__, [&] {
       detail::single_exec_nodes held =
@@ -550,13 +563,12 @@ inline graph_exec graph_ref::instantiate_with(instantiate_flags flags, cudaStrea
   if (upload) params.flags |= cudaGraphInstantiateFlagUpload;
   params.uploadStream = upload;
   cudaGraphExec_t exec = nullptr;
-  cudaError_t status;
-  {
+  const cudaError_t status = [&] {  // in these contexts; a failure is explained after them
     detail::context_scope in_stream;  // an upload runs in the stream's context
     if (upload && !detail::current_context()) in_stream.push(detail::context_of(upload));
     detail::context_scope in(detail::any_context);
-    status = cudaGraphInstantiateWithParams(&exec, g, &params);
-  }
+    return cudaGraphInstantiateWithParams(&exec, g, &params);
+  }();
   if (CURT_UNLIKELY(status != cudaSuccess))
     detail::throw_error(make_error_code(status),
                         "cudaGraphInstantiateWithParams(graph, flags " +

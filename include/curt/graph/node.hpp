@@ -52,10 +52,8 @@ class graph_node {
     detail::context_scope in(detail::any_context);
     std::size_t n = 0;
     detail::check(query(node, nullptr, nullptr, &n), call, __FILE__, __LINE__);
-    detail::entries<cudaGraphNode_t> nodes;
-    detail::entries<cudaGraphEdgeData> data;
-    nodes.reserve(n);
-    data.reserve(n);
+    detail::entries<cudaGraphNode_t> nodes(n);
+    detail::entries<cudaGraphEdgeData> data(n);
     if (n) detail::check(query(node, nodes.data(), data.data(), &n), call, __FILE__, __LINE__);
     std::vector<graph_dependency> result(n);
     for (std::size_t i = 0; i < n; ++i) result[i] = graph_dependency{nodes[i], data[i]};
@@ -72,32 +70,22 @@ inline graph_dependency programmatic_edge(graph_node from) noexcept {
 }
 /// An edge that fires once every block of kernel node `from` has started.
 inline graph_dependency launch_completion_edge(graph_node from) noexcept {
-  graph_dependency d{from.get(), {}};
+  graph_dependency d = programmatic_edge(from);  // of the same type, out of another port
   d.data.from_port = cudaGraphKernelNodePortLaunchCompletion;
-  d.data.type = cudaGraphDependencyTypeProgrammatic;
   return d;
 }
 /// What a new node depends on (by value): nodes, and edges with data. {}: a root node.
 class node_dependencies {
  public:
   node_dependencies() noexcept = default;
-  node_dependencies(std::initializer_list<graph_dependency> list) {
-    for (const graph_dependency& d : list) push(d.node, d.data);
-  }
-  node_dependencies(std::initializer_list<graph_node> list) {
-    for (graph_node n : list) push(n.get(), {});
-  }
-  node_dependencies(graph_node node) { push(node.get(), {}); }  // NOLINT: implicit
-  node_dependencies(cudaGraphNode_t node) { push(node, {}); }   // NOLINT: implicit
-  node_dependencies(const std::vector<graph_dependency>& list) {  // NOLINT: implicit
-    for (const graph_dependency& d : list) push(d.node, d.data);
-  }
-  node_dependencies(const std::vector<graph_node>& list) {  // NOLINT: implicit
-    for (graph_node n : list) push(n.get(), {});
-  }
-  node_dependencies(const std::vector<cudaGraphNode_t>& list) {  // NOLINT: implicit
-    for (cudaGraphNode_t n : list) push(n, {});
-  }
+  node_dependencies(std::initializer_list<graph_dependency> list) { push_all(list); }
+  node_dependencies(std::initializer_list<graph_node> list) { push_all(list); }
+  // Implicit by design (NOLINT): a node, or a vector of them, is a node's dependencies.
+  node_dependencies(graph_node node) { push(node); }                               // NOLINT
+  node_dependencies(cudaGraphNode_t node) { push(node); }                          // NOLINT
+  node_dependencies(const std::vector<graph_dependency>& list) { push_all(list); }  // NOLINT
+  node_dependencies(const std::vector<graph_node>& list) { push_all(list); }        // NOLINT
+  node_dependencies(const std::vector<cudaGraphNode_t>& list) { push_all(list); }   // NOLINT
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
   /// The nodes, in order; null when there are none.
@@ -118,7 +106,12 @@ class node_dependencies {
  private:
   // A few dependencies, the common case, are kept inline: adding a node allocates nothing more.
   static constexpr std::size_t inline_capacity = 4;
-  void push(cudaGraphNode_t node, const cudaGraphEdgeData& data) {
+  template <class List>
+  void push_all(const List& list) {
+    for (const auto& each : list) push(each);
+  }
+  void push(const graph_dependency& d) { push(d.node, d.data); }  // a graph_node too
+  void push(cudaGraphNode_t node, const cudaGraphEdgeData& data = {}) {
     const cudaGraphEdgeData plain{};
     has_data_ = has_data_ || std::memcmp(&data, &plain, sizeof data) != 0;
     if (size_ < inline_capacity) {

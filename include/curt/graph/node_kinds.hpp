@@ -164,6 +164,16 @@ inline void check_kernel_node_config(const launch_config& config, const char* op
 inline void check_update_config(const launch_config& config, const char* operation) {
   check_kernel_config(config, operation, true);
 }
+// Whether the arguments convert to the kernel's parameters, checked as curt::launch checks them;
+// false, and nothing more said, for a wrong count, which each caller asserts in its own words.
+template <class ParamTuple, class ArgTuple>
+constexpr bool arguments_fit() {
+  constexpr std::size_t count = std::tuple_size_v<ParamTuple>;
+  if constexpr (count == std::tuple_size_v<ArgTuple>)
+    return check_arguments<ParamTuple, ArgTuple>(std::make_index_sequence<count>{});
+  else
+    return false;
+}
 // The kernel's arguments in its own parameter types, as <<<>>> passes them, and their addresses.
 template <class... Params>
 struct kernel_arguments {
@@ -278,19 +288,8 @@ inline cudaGraphNodeParams fill_node_params(void* dst, std::size_t count, const 
 struct host_node_callable {
   void (*invoke)(host_node_callable*) = nullptr;
   atomic<deferred_task*> adopted{nullptr};  // (not copyable)
-  ~host_node_callable() {
-    for (deferred_task* task = adopted.load(order::acquire); task;) {
-      deferred_task* next = task->next;
-      task->destroy(task);
-      task = next;
-    }
-  }
-  void adopt(deferred_task* later) noexcept {  // lock-free
-    deferred_task* head = adopted.load(order::relaxed);
-    do {
-      later->next = head;
-    } while (!adopted.compare_exchange_weak(head, later, order::release, order::relaxed));
-  }
+  ~host_node_callable() { destroy_tasks(adopted.load(order::acquire)); }
+  void adopt(deferred_task* later) noexcept { push_task(adopted, later); }  // lock-free
   // A graph has no stream to rethrow on: an exception goes to the error handler.
   static void CUDART_CB run(void* self) noexcept {
     try {

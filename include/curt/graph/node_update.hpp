@@ -52,11 +52,8 @@ template <class Build>
 void update_node(graph_exec_ref exec, graph_node node, const char* function, Build&& build) {
   cudaGraphExec_t e = prepare_update(exec, node, function);
   cudaGraphNodeParams params = build();
-  cudaError_t status;
-  {
-    context_scope in(any_context);
-    status = cudaGraphExecNodeSetParams(e, node.get(), &params);
-  }
+  const cudaError_t status =
+      call_in([&] { return cudaGraphExecNodeSetParams(e, node.get(), &params); }, any_context);
   if (CURT_UNLIKELY(status != cudaSuccess)) throw_update_error(status, node, params, function);
 }
 
@@ -69,18 +66,15 @@ void update_kernel_node(graph_exec_ref exec, graph_node node, const launch_confi
   static_assert(sizeof...(Params) == sizeof...(Args),
                 "curt::update_kernel_node: the number of arguments differs from the kernel's "
                 "parameters");
-  if constexpr (sizeof...(Params) == sizeof...(Args)) {
-    if constexpr (detail::check_arguments<std::tuple<Params...>, std::tuple<Args&&...>>(
-                      std::index_sequence_for<Params...>{})) {
-      const char* function = "curt::update_kernel_node";
-      (void)detail::prepare_update(exec, node, function);
-      detail::check_update_config(config, function);
-      detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
-      detail::update_node(exec, node, function, [&] {
-        return detail::kernel_node_params(config, reinterpret_cast<const void*>(kernel),
-                                          arguments.pointers);
-      });
-    }
+  if constexpr (detail::arguments_fit<std::tuple<Params...>, std::tuple<Args&&...>>()) {
+    const char* function = "curt::update_kernel_node";
+    (void)detail::prepare_update(exec, node, function);
+    detail::check_update_config(config, function);
+    detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
+    detail::update_node(exec, node, function, [&] {
+      return detail::kernel_node_params(config, reinterpret_cast<const void*>(kernel),
+                                        arguments.pointers);
+    });
   }
 }
 
@@ -139,11 +133,8 @@ void update_host_node(graph_exec_ref exec, graph_node node, F&& function) {
     const char* name = "curt::update_host_node";
     (void)detail::prepare_update(exec, node, name);
     cudaHostNodeParams current{};
-    cudaError_t status;
-    {
-      detail::context_scope in(detail::any_context);
-      status = cudaGraphHostNodeGetParams(node.get(), &current);
-    }
+    const cudaError_t status = detail::call_in(
+        [&] { return cudaGraphHostNodeGetParams(node.get(), &current); }, detail::any_context);
     if (CURT_UNLIKELY(status != cudaSuccess))
       detail::throw_update_error(status, node, detail::host_node_params(nullptr), name);
     if (CURT_UNLIKELY(current.fn != &detail::host_node_callable::run))

@@ -13,7 +13,6 @@
 #include <curt/core/entries.hpp>
 #include <curt/graph/node.hpp>
 
-
 namespace curt {
 
 /// An allocation node, and its allocation (the same at every launch) as a typed range.
@@ -54,8 +53,7 @@ CURT_COLD inline std::string explain_add_node_failure(cudaGraph_t graph,
                                                       const cudaGraphNodeParams& p) {
   std::size_t n = 0;
   bool listed = cudaGraphGetNodes(graph, nullptr, &n) == cudaSuccess;
-  entries<cudaGraphNode_t> nodes;
-  nodes.resize(n);
+  entries<cudaGraphNode_t> nodes(n);
   listed = listed && (n == 0 || cudaGraphGetNodes(graph, nodes.data(), &n) == cudaSuccess);
   const cudaGraphEdgeData* data = dependencies.data();
   for (std::size_t i = 0; i < dependencies.size(); ++i) {
@@ -94,22 +92,18 @@ CURT_COLD inline std::string explain_add_node_failure(cudaGraph_t graph,
 inline cudaGraphNode_t add_graph_node(cudaGraph_t graph, const node_dependencies& dependencies,
                                       cudaGraphNodeParams& params, const char* function) {
   cudaGraphNode_t node = nullptr;
-  cudaError_t status;
-  {
-    context_scope in(any_context);
-    status = cudaGraphAddNode(&node, graph, dependencies.nodes(), dependencies.data(),
-                              dependencies.size(), &params);
-  }
+  const cudaError_t status = call_in([&] {
+    return cudaGraphAddNode(&node, graph, dependencies.nodes(), dependencies.data(),
+                            dependencies.size(), &params);
+  }, any_context);
   if (CURT_UNLIKELY(status != cudaSuccess))
-    throw_error(make_error_code(status), describe_node_params(function, params), __FILE__,
-                __LINE__, [&] {
-                  return diagnose(
-                      [&] { return explain_add_node_failure(graph, dependencies, params); },
-                      any_context);
-                });
+    throw_error(
+        make_error_code(status), describe_node_params(function, params), __FILE__, __LINE__, [&] {
+          return diagnose([&] { return explain_add_node_failure(graph, dependencies, params); },
+                          any_context);
+        });
   return node;
 }
-/// prepare_node, then the node `build()` describes.
 template <class Build>
 graph_node add_node(graph_ref g, const node_dependencies& dependencies, const char* function,
                     Build&& build) {
@@ -144,10 +138,16 @@ inline cudaError_t set_device_updatable(cudaGraphNode_t node) noexcept {
   return cudaGraphKernelNodeSetAttribute(node, cudaLaunchAttributeDeviceUpdatableKernelNode,
                                          &value);
 }
+/// The handle device code changes device-updatable kernel node `node` by. Needs a context.
+inline cudaGraphDeviceNode_t device_handle_of(cudaGraphNode_t node) {
+  cudaLaunchAttributeValue value{};
+  check(cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributeDeviceUpdatableKernelNode, &value),
+        "cudaGraphKernelNodeGetAttribute(node, device-updatable)", __FILE__, __LINE__);
+  return value.deviceUpdatableKernelNode.devNode;
+}
 template <class T>
-allocation_node<T> add_allocation_node(graph_ref g, const node_dependencies& dependencies,
-                                       device d, std::size_t count, const device* first,
-                                       const device* last) {
+allocation_node<T> add_allocation_node(graph_ref g, const node_dependencies& dependencies, device d,
+                                       std::size_t count, const device* first, const device* last) {
   static_assert(std::is_trivially_copyable_v<T>,
                 "curt::add_allocation_node: the elements must be trivially copyable (nothing "
                 "constructs or destroys them)");
@@ -194,22 +194,18 @@ inline graph_node add_child(graph_ref g, const node_dependencies& dependencies, 
 /// Adds a kernel node running `kernel` with `config` on `args` (checked as curt::launch does).
 template <class... Params, class... Args>
 graph_node add_kernel_node(graph_ref g, const node_dependencies& dependencies,
-                           const launch_config& config, void (*kernel)(Params...),
-                           Args&&... args) {
+                           const launch_config& config, void (*kernel)(Params...), Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args),
                 "curt::add_kernel_node: the number of arguments differs from the kernel's "
                 "parameters");
-  if constexpr (sizeof...(Params) == sizeof...(Args)) {
-    if constexpr (detail::check_arguments<std::tuple<Params...>, std::tuple<Args&&...>>(
-                      std::index_sequence_for<Params...>{})) {  // else only the assert speaks
-      const char* function = "curt::add_kernel_node";
-      cudaGraph_t graph = detail::prepare_node(g, dependencies, function);
-      detail::check_kernel_node_config(config, function);
-      detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
-      cudaGraphNodeParams p = detail::kernel_node_params(
-          config, reinterpret_cast<const void*>(kernel), arguments.pointers);
-      return detail::add_kernel(graph, dependencies, config, p, function);
-    }
+  if constexpr (detail::arguments_fit<std::tuple<Params...>, std::tuple<Args&&...>>()) {
+    const char* function = "curt::add_kernel_node";
+    cudaGraph_t graph = detail::prepare_node(g, dependencies, function);
+    detail::check_kernel_node_config(config, function);
+    detail::kernel_arguments<Params...> arguments(std::forward<Args>(args)...);
+    cudaGraphNodeParams p = detail::kernel_node_params(
+        config, reinterpret_cast<const void*>(kernel), arguments.pointers);
+    return detail::add_kernel(graph, dependencies, config, p, function);
   }
   return {};
 }
@@ -233,11 +229,7 @@ inline cudaGraphDeviceNode_t make_device_updatable(graph_node node) {
   detail::context_scope in(detail::any_context);
   detail::check(detail::set_device_updatable(node.get()),
                 "cudaGraphKernelNodeSetAttribute(node, device-updatable)", __FILE__, __LINE__);
-  cudaLaunchAttributeValue out{};
-  detail::check(cudaGraphKernelNodeGetAttribute(
-                    node.get(), cudaLaunchAttributeDeviceUpdatableKernelNode, &out),
-                "cudaGraphKernelNodeGetAttribute(node, device-updatable)", __FILE__, __LINE__);
-  return out.deviceUpdatableKernelNode.devNode;
+  return detail::device_handle_of(node.get());
 }
 /// Adds a node copying src into dst at every launch: one element type, equal non-zero sizes.
 template <class Dst, class Src>
@@ -325,17 +317,12 @@ inline graph_node add_event_wait_node(graph_ref g, const node_dependencies& depe
   });
 }
 /// Adds a node allocating `count` elements of T on device `d` at every launch, at a fixed address
-/// (freed by a free node, cudaFreeAsync, or the next auto_free_on_launch launch).
-template <class T>
-allocation_node<T> add_allocation_node(graph_ref g, const node_dependencies& dependencies,
-                                       device d, std::size_t count) {
-  return detail::add_allocation_node<T>(g, dependencies, d, count, nullptr, nullptr);
-}
-/// The same, mapped for the kernels of `also_accessible_from` too (each with a peer path to `d`).
+/// (freed by a free node, cudaFreeAsync, or the next auto_free_on_launch launch), mapped for the
+/// kernels of `also_accessible_from` too (each with a peer path to `d`).
 template <class T>
 allocation_node<T> add_allocation_node(graph_ref g, const node_dependencies& dependencies,
                                        device d, std::size_t count,
-                                       std::initializer_list<device> also_accessible_from) {
+                                       std::initializer_list<device> also_accessible_from = {}) {
   return detail::add_allocation_node<T>(g, dependencies, d, count, also_accessible_from.begin(),
                                         also_accessible_from.end());
 }
@@ -343,9 +330,8 @@ template <class T>
 allocation_node<T> add_allocation_node(graph_ref g, const node_dependencies& dependencies,
                                        device d, std::size_t count,
                                        const std::vector<device>& also_accessible_from) {
-  const device* first = also_accessible_from.data();
-  return detail::add_allocation_node<T>(g, dependencies, d, count, first,
-                                        first + also_accessible_from.size());
+  return detail::add_allocation_node<T>(g, dependencies, d, count, also_accessible_from.data(),
+                                        also_accessible_from.data() + also_accessible_from.size());
 }
 /// Adds a node freeing `pointer`, which an allocation node allocated, at every launch.
 inline graph_node add_free_node(graph_ref g, const node_dependencies& dependencies,

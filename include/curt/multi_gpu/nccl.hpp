@@ -26,7 +26,6 @@
 #  error "<curt/nccl.hpp> needs NCCL's <nccl.h>: install NCCL and link curt::nccl (CMake)"
 #endif
 
-#include <curt/core/atomic.hpp>
 #include <curt/core/context.hpp>
 #include <curt/core/device.hpp>
 #include <curt/core/driver.hpp>
@@ -56,10 +55,9 @@ class nccl_category_impl final : public std::error_category {
  public:
   const char* name() const noexcept override { return "nccl"; }
   std::string message(int code) const override {  // "ncclInvalidArgument (invalid argument)"
-    static const char* const names[] = {"ncclSuccess",         "ncclUnhandledCudaError",
-                                        "ncclSystemError",     "ncclInternalError",
-                                        "ncclInvalidArgument", "ncclInvalidUsage",
-                                        "ncclRemoteError",     "ncclInProgress"};
+    static const char* const names[] = {
+        "ncclSuccess",         "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
+        "ncclInvalidArgument", "ncclInvalidUsage",       "ncclRemoteError", "ncclInProgress"};
     return std::string(code >= 0 && code < 8 ? names[code] : "ncclResult_t") + " (" +
            ncclGetErrorString(static_cast<ncclResult_t>(code)) + ")";
   }
@@ -226,9 +224,6 @@ class nccl_communicator_ref {
   friend struct detail::nccl_traits;
   friend struct detail::nccl_collectives;
   explicit nccl_communicator_ref(ncclComm_t comm) noexcept : handle_(comm) {}
-  static nccl_communicator_ref empty_ref() noexcept {
-    return nccl_communicator_ref(detail::state_handle<ncclComm_t>(detail::handle_state::empty));
-  }
   ncclComm_t native(const char* operation) const {
     if (CURT_UNLIKELY(handle_ == nullptr))
       detail::raise(cudaErrorInvalidResourceHandle,
@@ -278,8 +273,7 @@ class nccl_communicator : public detail::unique_handle<nccl_communicator_ref, de
   /// Rank `rank` of `ranks` (ncclCommInitRank) on device d: blocks until every rank has joined
   /// with the same id (no timeout), so each needs its own thread or process. Not inside an
   /// nccl_group (NCCL would defer it to the group's end). A failure aborts what NCCL made.
-  nccl_communicator(curt::device d, int ranks, const ncclUniqueId& id, int rank)
-      : base(empty_ref()) {
+  nccl_communicator(curt::device d, int ranks, const ncclUniqueId& id, int rank) : base(no_handle) {
     ncclComm_t comm = nullptr;
     init(d.ordinal(), &comm, 1, [&] { return ncclCommInitRank(&comm, ranks, id, rank); }, [&] {
       return "ncclCommInitRank(ranks " + std::to_string(ranks) + ", rank " + std::to_string(rank) +
@@ -315,9 +309,8 @@ class nccl_communicator : public detail::unique_handle<nccl_communicator_ref, de
     return owners;
   }
   static std::vector<nccl_communicator> create_all() {  ///< over every visible device
-    std::vector<curt::device> all;
-    for (curt::device d : devices()) all.push_back(d);
-    return create_all(all);
+    const device_range all = devices();
+    return create_all(std::vector<curt::device>(all.begin(), all.end()));
   }
 
   /// Takes ownership of a communicator the caller made (also if this throws).
@@ -329,7 +322,7 @@ class nccl_communicator : public detail::unique_handle<nccl_communicator_ref, de
     owner.own(comm);
     return owner;
   }
-  explicit nccl_communicator(no_handle_t) noexcept : base(empty_ref()) {}  ///< empty: uses throw
+  explicit nccl_communicator(no_handle_t) noexcept : base(no_handle) {}  ///< empty: uses throw
 
   /// Aborts the communicator now (ncclCommAbort): its running collectives are told to stop and it
   /// is freed without waiting; call it before anything waits on them, from any thread. Refused
@@ -554,8 +547,7 @@ void all_reduce(Data&& data, nccl_op op, nccl_communicator_ref comm, stream_ref 
 }
 /// recv = root's send on every rank (ncclBroadcast); send is read on the root only. Equal sizes.
 template <class Send, class Recv>
-void broadcast(Send&& send, Recv&& recv, int root, nccl_communicator_ref comm,
-               stream_ref stream) {
+void broadcast(Send&& send, Recv&& recv, int root, nccl_communicator_ref comm, stream_ref stream) {
   detail::nccl_collectives::run<Send, Recv>(
       "curt::broadcast", "ncclBroadcast", nullptr, root, detail::nccl_sizes::equal, send, recv,
       comm, stream, CURT_DETAIL_NCCL_ISSUE(ncclBroadcast(s, r, n, t, root, c, h)));

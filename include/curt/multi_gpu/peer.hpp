@@ -28,24 +28,14 @@
 namespace curt {
 namespace detail {
 
-// Whether device_guard(device `ordinal`) would find a context that exists already (a current
-// context of the device, or its active primary context) rather than make one.
-inline bool context_of_device_exists(int ordinal) {
-  CUdevice current = -1;
-  if (current_context() != nullptr &&
-      CURT_DETAIL_DRIVER_FUNCTION(cuCtxGetDevice, 2000)(&current) == 0 &&
-      current == driver_device(ordinal))
-    return true;
-  return primary_context_active(ordinal);
-}
-
 inline std::string peer_call(const char* function, int ordinal, int peer) {
   return std::string(function) + "(device " + std::to_string(ordinal) + ", peer " +
          std::to_string(peer) + ")";
 }
 
-[[noreturn]] CURT_COLD inline void throw_same_device_peer(const char* function, int ordinal) {
-  raise(cudaErrorInvalidDevice, peer_call(function, ordinal, ordinal),
+inline void require_two_devices(const char* function, device d, device peer) {
+  if (CURT_LIKELY(d != peer)) return;
+  raise(cudaErrorInvalidDevice, peer_call(function, d.ordinal(), d.ordinal()),
         "a device and its peer must be two different devices: a device always addresses its "
         "own memory",
         __FILE__, __LINE__);
@@ -71,12 +61,11 @@ CURT_COLD inline std::string explain_peer_failure(cudaError_t status, int ordina
 // cudaDeviceEnablePeerAccess (`on`) or cudaDeviceDisablePeerAccess in d's context: true when it
 // changed the access, false when it was so already (not an error).
 inline bool set_peer_access(device d, device peer, bool on) {
-  cudaError_t status = cudaSuccess;
-  {
+  const cudaError_t status = [&] {
     device_guard guard(d);
-    status = on ? cudaDeviceEnablePeerAccess(peer.ordinal(), 0)
-                : cudaDeviceDisablePeerAccess(peer.ordinal());
-  }
+    return on ? cudaDeviceEnablePeerAccess(peer.ordinal(), 0)
+              : cudaDeviceDisablePeerAccess(peer.ordinal());
+  }();
   if (status == cudaSuccess) return true;
   if (status == (on ? cudaErrorPeerAccessAlreadyEnabled : cudaErrorPeerAccessNotEnabled)) {
     (void)cudaGetLastError();  // not sticky: leave no error behind for the next check
@@ -85,9 +74,8 @@ inline bool set_peer_access(device d, device peer, bool on) {
   throw_error(make_error_code(status),
               peer_call(on ? "cudaDeviceEnablePeerAccess" : "cudaDeviceDisablePeerAccess",
                         d.ordinal(), peer.ordinal()),
-              __FILE__, __LINE__, [&] {
-                return on ? explain_peer_failure(status, d.ordinal(), peer.ordinal()) : "";
-              });
+              __FILE__, __LINE__,
+              [&] { return on ? explain_peer_failure(status, d.ordinal(), peer.ordinal()) : ""; });
 }
 
 // The peer_access_scopes alive per (context, peer), and whether one of them enabled the access:
@@ -97,12 +85,10 @@ class peer_scope_counts {
   std::mutex mutex;
   // A scope starts; `enabled`: its enable call turned the access on.
   void start(CUcontext context, int peer, bool enabled) {
-    if (entry* e = find(context, peer)) {
-      ++e->scopes;
-      e->enabled = e->enabled || enabled;
-    } else {
-      table_.push_back(entry{context, peer, 1, enabled});
-    }
+    entry* e = find(context, peer);
+    if (!e) e = &table_.push_back(entry{context, peer, 0, false});
+    ++e->scopes;
+    e->enabled = e->enabled || enabled;
   }
   // A scope ends: true when it was the last one and a scope enabled the access (disable it now).
   bool end(CUcontext context, int peer) noexcept {
@@ -152,8 +138,7 @@ inline bool can_access_peer(device d, device peer) {
 /// enabled it, false when it was enabled already (not an error). Throws cuda_error for d == peer
 /// and, saying why, where the two devices have no peer path (cudaErrorPeerAccessUnsupported).
 inline bool enable_peer_access(device d, device peer) {
-  if (CURT_UNLIKELY(d == peer))
-    detail::throw_same_device_peer("curt::enable_peer_access", d.ordinal());
+  detail::require_two_devices("curt::enable_peer_access", d, peer);
   (void)detail::primary_context(peer.ordinal());  // kept: the access must outlive this call
   return detail::set_peer_access(d, peer, true);
 }
@@ -163,9 +148,10 @@ inline bool enable_peer_access(device d, device peer) {
 /// not (not an error). Where d has no context yet, nothing can have been enabled: false, and no
 /// context is made.
 inline bool disable_peer_access(device d, device peer) {
-  if (CURT_UNLIKELY(d == peer))
-    detail::throw_same_device_peer("curt::disable_peer_access", d.ordinal());
-  return detail::context_of_device_exists(d.ordinal()) && detail::set_peer_access(d, peer, false);
+  detail::require_two_devices("curt::disable_peer_access", d, peer);
+  const int o = d.ordinal();  // does device_guard(d) find a context that exists, or make one?
+  return (detail::device_context_current(o) || detail::primary_context_active(o)) &&
+         detail::set_peer_access(d, peer, false);
 }
 
 /// Peer access from `d` to `peer` for a scope, in d's context (as enable_peer_access finds it).
@@ -177,8 +163,7 @@ inline bool disable_peer_access(device d, device peer) {
 class peer_access_scope {
  public:
   peer_access_scope(curt::device d, curt::device peer) : device_(d), peer_(peer) {
-    if (CURT_UNLIKELY(d == peer))
-      detail::throw_same_device_peer("curt::peer_access_scope", d.ordinal());
+    detail::require_two_devices("curt::peer_access_scope", d, peer);
     device_guard guard(d);  // the context enable_peer_access enables in
     context_ = detail::current_context();
     detail::context_scope in_primary;  // for a green context: its device's primary context
@@ -218,8 +203,7 @@ class peer_access_scope {
 
 /// One attribute of the link from device `from` to device `to` (cudaDeviceGetP2PAttribute).
 inline int peer_attribute(device from, device to, cudaDeviceP2PAttr attribute) {
-  if (CURT_UNLIKELY(from == to))
-    detail::throw_same_device_peer("curt::peer_attribute", from.ordinal());
+  detail::require_two_devices("curt::peer_attribute", from, to);
   int value = 0;
   detail::check(cudaDeviceGetP2PAttribute(&value, attribute, from.ordinal(), to.ordinal()),
                 "cudaDeviceGetP2PAttribute",
@@ -256,14 +240,12 @@ inline peer_link peer_attributes(device from, device to) {
 /// none (cudaDeviceGetP2PAtomicCapabilities, CUDA 13.0). Read it with peer_link: driver 580 on an
 /// NVLink H200 pair reports full native atomics there and a mask of 0 for every operation here.
 inline unsigned peer_atomic_capabilities(device from, device to, cudaAtomicOperation operation) {
-  if (CURT_UNLIKELY(from == to))
-    detail::throw_same_device_peer("curt::peer_atomic_capabilities", from.ordinal());
+  detail::require_two_devices("curt::peer_atomic_capabilities", from, to);
   unsigned capabilities = 0;
   const int a = from.ordinal(), b = to.ordinal();
-  detail::check(
-      cudaDeviceGetP2PAtomicCapabilities(&capabilities, &operation, 1, a, b),
-      "cudaDeviceGetP2PAtomicCapabilities",
-      {{"operation", operation}, {"device", a}, {"peer", b}}, __FILE__, __LINE__);
+  detail::check(cudaDeviceGetP2PAtomicCapabilities(&capabilities, &operation, 1, a, b),
+                "cudaDeviceGetP2PAtomicCapabilities",
+                {{"operation", operation}, {"device", a}, {"peer", b}}, __FILE__, __LINE__);
   return capabilities;
 }
 #endif
