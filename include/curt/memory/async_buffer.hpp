@@ -63,10 +63,10 @@ struct async_memory_kind {
 
 /// `size()` elements of T (not initialized), freed on its stream when destroyed (cudaFreeAsync,
 /// after the work queued there before, and after other streams' work given to free_after; the
-/// stream must still exist: declare a stream before the buffers that free on it). Move-only; an empty,
-/// moved-from, released or freed buffer holds nothing and says which. A default stream's buffer
-/// frees on that default stream of the context it was allocated in (the per-thread one is the
-/// destroying thread's: free(stream) one made on another thread). While a green context is
+/// stream must still exist: declare a stream before the buffers that free on it). Move-only; an
+/// empty, moved-from, released or freed buffer holds nothing and says which. A default stream's
+/// buffer frees on that default stream of the context it was allocated in (the per-thread one is
+/// the destroying thread's: free(stream) one made on another thread). While a green context is
 /// current, a default stream is refused: use a stream of green_context::make_stream().
 template <class T>
 class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
