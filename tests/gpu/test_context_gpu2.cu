@@ -577,8 +577,7 @@ __global__ void set_doubles(double* data, int n, double value) {
 }
 std::vector<double> download_doubles(const curt::device_buffer<double>& b, curt::stream_ref s) {
   std::vector<double> out(b.size(), -1.0);
-  curt::copy(out, b, s);
-  s.synchronize();
+  curt::copy_and_wait(out, b, s);
   return out;
 }
 }  // namespace

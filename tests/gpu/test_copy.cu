@@ -556,15 +556,6 @@ TEST_CASE("pointer attributes tell every kind of memory, its device and its pool
   s.synchronize();
 }
 
-namespace {
-std::vector<double> download_doubles(const curt::device_buffer<double>& b, curt::stream_ref s) {
-  std::vector<double> out(b.size(), -1.0);
-  curt::copy(out, b, s);
-  s.synchronize();
-  return out;
-}
-}  // namespace
-
 // A fill no memset can write runs curt's kernel: in the stream's own context, as curt::launch,
 // also while another context of the device (a user's) is current. (It was a runtime launch in
 // the current context.)
@@ -592,7 +583,7 @@ TEST_CASE("fill of a value no memset writes runs in the stream's context, anothe
       CUcontext popped = nullptr;
       CURT_DRIVER_CALL(cuCtxPopCurrent, 4000, &popped);
     }
-    if (thrown.empty()) filled_back = download_doubles(filled, s);
+    if (thrown.empty()) filled_back = download(filled, s);
   });
   REQUIRE(setup.empty());
   INFO("curt::fill threw: " << thrown);

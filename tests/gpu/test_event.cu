@@ -173,6 +173,28 @@ TEST_CASE("elapsed() works exactly for event_flags::timing, as with the raw flag
   }
 }
 
+TEST_CASE("timed_event is always timed, with the flags added to it") {
+  curt::device d(0);
+  curt::stream s(d);
+  for (curt::event_flags extra : {curt::event_flags::none, curt::event_flags::blocking_sync}) {
+    INFO("blocking_sync " << curt::has_flag(extra, curt::event_flags::blocking_sync));
+    curt::timed_event start(d, extra), stop(d, extra);
+    std::chrono::microseconds spin = random_spin(2ms);
+    s.record(start);
+    spin_kernel<<<1, 1, 0, s>>>(to_ns(spin), nullptr);
+    require_launched();
+    s.record(stop);
+    stop.synchronize();
+    CHECK(curt::elapsed(start, stop) >= curt::event_duration(spin) - timer_slack);
+  }
+  curt_test::require_cuda_error(
+      [&] { curt::timed_event e(d, curt::event_flags::interprocess); }, cudaErrorInvalidValue,
+      {"interprocess", "timing"});
+  curt::timed_event empty(curt::no_handle);
+  curt_test::require_cuda_error([&] { (void)empty.get(); }, cudaErrorInvalidResourceHandle,
+                                {"empty"});
+}
+
 TEST_CASE("ready() follows the captured work, as cudaEventQuery does") {
   curt::device d(0);
   REQUIRE(cudaSetDevice(0) == cudaSuccess);

@@ -26,6 +26,7 @@
 #include <curt/event.hpp>
 #include <curt/graph.hpp>
 #include <curt/graph_capture.hpp>
+#include <curt/graph_node_update.hpp>
 #include <curt/graph_nodes.hpp>
 #include <curt/launch.hpp>
 #include <curt/memory.hpp>
@@ -283,6 +284,45 @@ TEST_CASE("capture_scope: capture_info shows the capture, its graph and the next
   CHECK(curt::capture_info(s).id != start.id);
   curt::graph empty_graph = second.end();
   CHECK(empty_graph.node_count() == 0);
+}
+
+TEST_CASE("last_captured_node names a captured kernel, which an update then changes",
+          "[graph]") {
+  curt::device d(0);
+  curt::stream s(d), side(d);
+  curt::event forked(d), joined(d);
+  const int n = random_size();
+  const int a = random_coefficient(), b = random_coefficient();
+  const int a2 = random_coefficient(), b2 = b + random_coefficient();  // b2 != b
+  device_array<int> x(count(n)), y(count(n)), z(count(n));
+
+  curt_test::require_cuda_error([&] { (void)curt::last_captured_node(s); }, cudaErrorIllegalState,
+                                {"curt::last_captured_node(stream)", "not capturing"});
+  curt::capture_scope scope(s);
+  curt::launch(s, config_for(n), affine, static_cast<const int*>(x.get()), y.get(), n, a, b, 0ull);
+  curt::graph_node kernel = curt::last_captured_node(s);
+  CHECK(kernel.type() == cudaGraphNodeTypeKernel);
+  s.record(forked);  // fork and join: two nodes before the next work
+  side.wait(forked);
+  curt::launch(side, config_for(n), affine, static_cast<const int*>(x.get()), z.get(), n, 1, 0,
+               0ull);
+  side.record(joined);
+  s.wait(joined);
+  curt_test::require_cuda_error([&] { (void)curt::last_captured_node(s); }, cudaErrorIllegalState,
+                                {"depends on 2 nodes, not one"});
+  curt::graph g = scope.end();
+  curt::graph_exec exec = g.instantiate();
+
+  curt::update_kernel_node(exec, kernel, config_for(n), affine, static_cast<const int*>(x.get()),
+                           y.get(), n, a2, b2, 0ull);
+  std::vector<int> values = random_inputs(n);
+  x.upload(values);
+  y.poison();
+  z.poison();
+  exec.launch(s);
+  s.synchronize();
+  CHECK(y.download() == affine_ref(values, a2, b2));  // the updated node
+  CHECK(z.download() == affine_ref(values, 1, 0));    // the other one, as captured
 }
 
 TEST_CASE("curt::capture rethrows the work's exception after ending the capture; nothing "

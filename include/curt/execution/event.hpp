@@ -1,5 +1,5 @@
-// curt/execution/event.hpp: CUDA events (owning curt::event, non-owning curt::event_ref), elapsed
-// time as std::chrono durations. (curt::stream_timer, in stream.hpp, times a region of a stream.)
+// curt/execution/event.hpp: CUDA events (owning curt::event, curt::timed_event for timing,
+// non-owning curt::event_ref), elapsed time as std::chrono durations. (curt::stream_timer, in stream.hpp, times a region of a stream.)
 //
 // Recording, waiting, queries, timing and destruction go through the driver, which runs them in
 // the event's own context: they need no current context and make none current. A failure keeps
@@ -204,6 +204,16 @@ class event : public detail::unique_handle<event_ref, detail::event_traits> {
 
  private:
   explicit event(cudaEvent_t handle) noexcept : base(handle) {}
+};
+
+/// An event made for timing: event_flags::timing always, with `flags` (blocking_sync) added.
+/// curt::elapsed of two of them never fails for want of the flag, as it does at run time for
+/// the cheaper untimed curt::event.
+class timed_event : public event {
+ public:
+  explicit timed_event(device d, event_flags flags = event_flags::none)
+      : event(d, flags | event_flags::timing) {}
+  explicit timed_event(no_handle_t) noexcept : event(no_handle) {}
 };
 
 inline void detail::event_traits::destroy(event_ref& e, no_state&) {

@@ -228,6 +228,21 @@ inline stream_capture_info capture_info(stream_ref stream) {
     info.dependencies.push_back({p.nodes[i], p.data ? p.data[i] : cudaGraphEdgeData{}});
   return info;
 }
+/// The node that the work last captured on `stream` became (a kernel, a copy, ...), for a
+/// per-node update of the executable graph later (update_kernel_node and the like). Refused where
+/// the stream is not capturing, or its next work depends on no node or several (after a join).
+inline graph_node last_captured_node(stream_ref stream) {
+  stream_capture_info info = capture_info(stream);
+  if (CURT_UNLIKELY(info.status != capture_status::active || info.dependencies.size() != 1))
+    detail::raise(cudaErrorIllegalState, "curt::last_captured_node(stream)",
+                  info.status != capture_status::active
+                      ? std::string("the stream is not capturing")
+                      : "the stream's next work depends on " +
+                            std::to_string(info.dependencies.size()) +
+                            " nodes, not one: ask right after the work whose node you want",
+                  __FILE__, __LINE__);
+  return info.dependencies[0].node;
+}
 /// Captures the work enqueued on a stream into a new graph, from construction to end().
 class capture_scope {
  public:

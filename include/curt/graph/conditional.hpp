@@ -5,6 +5,7 @@
 //   curt::conditional_node loop = curt::add_while_node(g, {init}, more);
 //   curt::add_kernel_node(loop.body(), {}, config, step_and_check, x, more);
 //   //   in step_and_check, from one thread: curt::set_condition(more, residual > tolerance);
+//   curt::capture_to_graph(side, loop.body(), [&](curt::stream_ref s) { ... });  // or captured
 //
 // Bodies, which belong to the node, are filled as any graph. CUDA's rules: a body holds only the
 // kinds node_kinds.hpp marks (else the graph's instantiation fails); a graph with a conditional
