@@ -632,9 +632,10 @@ TEST_CASE("host_call on an invalidated capture throws and leaks nothing", "[api-
 }
 
 // The drain destroys finished host functions' callables, whose captures may free CUDA memory:
-// on a thread polling an unrelated event while another thread captures in global mode (curt's
-// default), that free must not invalidate the other capture. (Found by review: the drain ran in
-// the polling thread's global mode.)
+// that free must not invalidate a global-mode capture (curt's default) on another thread. CUDA
+// itself refuses a poll (cuEventQuery, cuStreamQuery) from a thread in global mode while another
+// thread captures in global mode, and the refusal invalidates that capture (CUDA 13.0, measured);
+// a thread that polls meanwhile switches to thread-local mode, as CUDA's documentation advises.
 TEST_CASE("a drain on one thread does not break another thread's global-mode capture") {
   curt::device d(0);
   curt_test::error_recorder reports;
@@ -672,9 +673,22 @@ TEST_CASE("a drain on one thread does not break another thread's global-mode cap
     }
   });
   while (!capturing) std::this_thread::yield();
-  (void)done.ready();  // a poll on this thread: the drain destroys the buffer here
+  std::string poll_error;
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeThreadLocal;
+  REQUIRE(cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess);
+  try {
+    (void)done.ready();  // a poll on this thread: the drain destroys the buffer here
+  } catch (const std::exception& e) {
+    poll_error = e.what();
+  }
+  cudaStreamCaptureMode during = mode;
+  REQUIRE(cudaThreadExchangeStreamCaptureMode(&during) == cudaSuccess);
+  CHECK(during == cudaStreamCaptureModeThreadLocal);  // the drain gave the thread's mode back
   drained = true;
   capturer.join();
+
+  INFO("the poll: " << (poll_error.empty() ? "returned" : poll_error));
+  CHECK(poll_error.empty());
 
   INFO("the other thread's capture: " << (end_error.empty() ? "ended" : end_error));
   CHECK(end_error.empty());

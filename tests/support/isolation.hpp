@@ -106,8 +106,10 @@ inline child_result run_self(const std::string& test_name) {
     for (char ch : text) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
     return quoted + "'";
   };
+  std::string spec;  // a comma in a Catch2 test spec separates names: escape it
+  for (char ch : test_name) spec += ch == ',' ? std::string("\\,") : std::string(1, ch);
   std::string command = quote(std::string(path.data(), static_cast<std::size_t>(length))) + " " +
-                        quote(test_name) + " 2>&1";
+                        quote(spec) + " 2>&1";
   std::fflush(nullptr);
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
