@@ -17,6 +17,7 @@
 #include <lifetime_probe.hpp>
 #include <kernels.cuh>
 #include <device_array.hpp>
+#include <error_recorder.hpp>
 #include <expect.hpp>
 #include <host_helpers.hpp>
 #include <isolation.hpp>
@@ -43,6 +44,7 @@
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -1173,6 +1175,34 @@ TEST_CASE("a graph whose allocation outlives its launch runs again only once it 
   for (int launch = 0; launch < 3; ++launch) require_launch_result(exec);
   CURT_CHECK(cudaFreeAsync(kept, s));
   s.synchronize();
+}
+
+// An async_buffer allocated during a capture and alive at its end holds the graph's memory: freed
+// before any launch, the free fails, and the report says why (issue: buffers alive at end()).
+TEST_CASE("an async_buffer alive at capture_scope::end(), destroyed before a launch, is reported "
+          "with the reason", "[graph][api-error]") {
+  curt::device d(0);
+  curt::stream s(d);
+  curt::memory_pool pool(curt::memory_pool_properties::device(d));
+  curt_test::error_recorder errors;
+  const int n = random_size();
+  std::vector<int> values = random_inputs(n);
+  device_array<int> x(values), out(count(n));
+  {
+    std::optional<curt::async_buffer<int>> kept;
+    curt::capture_scope scope(s);
+    kept.emplace(pool.allocate<int>(count(n), s));
+    curt::launch(s, config_for(n), affine, static_cast<const int*>(x.get()), kept->data(), n, 3, 1,
+                 0ull);
+    curt::graph g = scope.end();  // `kept` is still alive: an allocation node without a free
+    CHECK(g.node_count() == 2u);
+    kept.reset();                 // outside the capture, before any launch of the graph
+  }
+  REQUIRE(errors.count.load() == 1);
+  INFO("reported: " << errors.message(0));
+  CHECK(errors.message(0).find("cudaFreeAsync") != std::string::npos);
+  CHECK(errors.message(0).find("capture_scope::end()") != std::string::npos);
+  require_stream_works(s);
 }
 
 TEST_CASE("refused graph calls say why", "[graph][api-error]") {

@@ -43,7 +43,12 @@ inline void free_async(void* p, const free_place& place) {
   if (p == nullptr) return;
   const cudaStream_t s = place.stream.get();
   auto free = [&] {
-    check(cudaFreeAsync(p, s), "cudaFreeAsync", {"memory", "stream"}, __FILE__, __LINE__);
+    cudaError_t result = cudaFreeAsync(p, s);
+    if (CURT_UNLIKELY(result != cudaSuccess))  // the one mistake that lands here, explained
+      throw_error(make_error_code(result), "cudaFreeAsync(memory, stream)", __FILE__, __LINE__,
+                  result != cudaErrorInvalidValue ? "" : "memory allocated during a stream "
+                  "capture is the graph's: a buffer alive at capture_scope::end() can be freed "
+                  "only after a launch, once per launch; destroy it inside the capture");
   };
   if (CURT_UNLIKELY(place.context != nullptr)) {
     context_scope in(place.context);
