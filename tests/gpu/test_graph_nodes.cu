@@ -756,6 +756,45 @@ TEST_CASE("per-node updates change what one executable graph does; the graph and
   CHECK(destructor_errors.count() == 0);
 }
 
+// A program that updates a host node before each launch must not pile up callables (issue: the
+// everyday path, 6): through the owner, each replaced callable is freed once its successor ran.
+TEST_CASE("update_host_node through an owner frees each replaced callable once its successor has "
+          "run; the current one lives as long as the graph", "[graph][nodes]") {
+  curt::device d(0);
+  curt::stream s(d);
+  destructor_error_counter destructor_errors;
+  curt::graph g = curt::graph::create();
+  auto seen = std::make_shared<std::atomic<int>>(-1);
+  curt::graph_node host = curt::add_host_node(g, {}, [seen] { seen->store(0); });
+  curt::graph_exec exec = g.instantiate();
+  const int updates = 2 * (50 + static_cast<int>(random_size() % 50));
+  std::vector<std::shared_ptr<lifetime>> lives;
+  for (int i = 1; i <= updates; ++i) {
+    lives.push_back(std::make_shared<lifetime>());
+    curt::update_host_node(exec, host, [seen, i, p = probe(lives.back())] { seen->store(i); });
+    if (i % 2 == 1) continue;  // every other callable is replaced before it ever runs
+    exec.launch(s);
+    s.synchronize();  // a drain: what the host node retired is freed here
+    REQUIRE(seen->load() == i);
+  }
+  int alive = 0;
+  for (const auto& life : lives) alive += life->destroyed.load() == 0;
+  INFO(alive << " of " << updates << " callables alive after " << updates / 2 << " launches");
+  CHECK(alive == 1);
+  CHECK(lives.back()->destroyed.load() == 0);
+  CHECK(destroyed_on(*lives.front()) == std::this_thread::get_id());
+
+  // The current one outlives the executable graph (a launch may still call it), not the graph.
+  exec.launch(s);
+  exec = curt::graph_exec(curt::no_handle);
+  s.synchronize();
+  CHECK(seen->load() == updates);
+  CHECK(lives.back()->destroyed.load() == 0);
+  g = curt::graph(curt::no_handle);
+  CHECK(eventually([&] { return lives.back()->destroyed.load() == 1; }, [&] { s.synchronize(); }));
+  CHECK(destructor_errors.count() == 0);
+}
+
 TEST_CASE("disabled kernel, memcpy and memset nodes do not run; enabled again they do, with the "
           "updates made meanwhile", "[graph][nodes]") {
   curt::device d(0);

@@ -211,6 +211,7 @@ struct graph_traits;
 struct graph_exec_traits;
 struct exec_state {
   mutable bool updated = false;  // updated as a whole through this owner (see update_host_node)
+  mutable host_node_callable* current = nullptr;  // host nodes' replacements (update_host_node)
 };
 }  // namespace detail
 
@@ -493,11 +494,18 @@ class graph_exec
 
 namespace detail {
 struct graph_exec_traits {
-  static void destroy(graph_exec_ref& e, exec_state&) {
+  static void destroy(graph_exec_ref& e, exec_state& state) {
+    release(state);
     report(CURT_DETAIL_DRIVER_FUNCTION(cuGraphExecDestroy, 10000)(e.get()),
            "cuGraphExecDestroy(exec)", __FILE__, __LINE__);
   }
-  static void release(exec_state&) noexcept {}
+  // Launches still running may call the current replacements: the graph keeps them.
+  static void release(exec_state& state) noexcept {
+    for (host_node_callable *c = state.current, *next; c; c = next) {
+      next = c->next_current;
+      c->original->adopt(c->task);
+    }
+  }
 };
 // For the other graph headers: handles of refs, naming the operation when a ref holds none.
 struct graph_access {
@@ -505,7 +513,7 @@ struct graph_access {
   static cudaGraphExec_t handle(graph_exec_ref e, const char* operation) {
     return e.native(operation);
   }
-  static bool updated_as_whole(const graph_exec& e) noexcept { return e.state_.updated; }
+  static const exec_state& state(const graph_exec& e) noexcept { return e.state_; }
 };
 // Why an instantiation was refused: the node blamed, and what conditional bodies may hold.
 CURT_COLD inline std::string explain_instantiation(const cudaGraphInstantiateParams& params,

@@ -284,16 +284,33 @@ inline cudaGraphNodeParams fill_node_params(void* dst, std::size_t count, const 
   p.memset.pitch = count * size;
   return p;
 }
-// A host node's callable: in a host_task the graph owns, keeping what node updates gave it.
+// A host node's callable, in a host_task (`task`) the graph owns, keeping what node updates through
+// a graph_exec_ref gave it (`adopted`). A replacement made through a graph_exec owner frees the
+// ones it replaced on its first run (on a user thread, at the next drain): launches of one
+// executable graph run in order, so those have run for the last time.
 struct host_node_callable {
   void (*invoke)(host_node_callable*) = nullptr;
-  atomic<deferred_task*> adopted{nullptr};  // (not copyable)
-  ~host_node_callable() { destroy_tasks(adopted.load(order::acquire)); }
+  deferred_task* task = nullptr;
+  host_node_callable* original = nullptr;  // a replacement's: the graph's callable of its node
+  cudaGraphNode_t node = nullptr;
+  host_node_callable* next_current = nullptr;  // the owner's list of current replacements
+  atomic<deferred_task*> adopted{nullptr}, replaced{nullptr};  // (not copyable)
+  ~host_node_callable() {
+    destroy_tasks(adopted.load(order::acquire));
+    destroy_tasks(replaced.load(order::acquire));
+  }
   void adopt(deferred_task* later) noexcept { push_task(adopted, later); }  // lock-free
   // A graph has no stream to rethrow on: an exception goes to the error handler.
   static void CUDART_CB run(void* self) noexcept {
+    auto* callable = static_cast<host_node_callable*>(self);
+    if (CURT_UNLIKELY(callable->replaced.load(order::relaxed) != nullptr))
+      for (deferred_task *t = callable->replaced.exchange(nullptr, order::acquire), *next; t;
+           t = next) {
+        next = t->next;
+        deferred().push(t);
+      }
     try {
-      static_cast<host_node_callable*>(self)->invoke(static_cast<host_node_callable*>(self));
+      callable->invoke(callable);
     } catch (...) {
       deferred_work::report_orphan(std::current_exception(), 0, "in a graph");
     }

@@ -125,35 +125,56 @@ void update_fill_node(graph_exec_ref exec, graph_node node, Dst&& dst,
     });
   }
 }
+namespace detail {
+// Makes host node `node` of `exec` call `function()`. With the owner's `state`, the callable it
+// replaces is freed once the new one has run; through a ref, the graph keeps it until it dies.
+template <class F>
+void update_host_node(graph_exec_ref exec, graph_node node, F&& function, const exec_state* state) {
+  const char* name = "curt::update_host_node";
+  (void)prepare_update(exec, node, name);
+  cudaHostNodeParams current{};
+  const cudaError_t status =
+      call_in([&] { return cudaGraphHostNodeGetParams(node.get(), &current); }, any_context);
+  if (CURT_UNLIKELY(status != cudaSuccess))
+    throw_update_error(status, node, host_node_params(nullptr), name);
+  if (CURT_UNLIKELY(current.fn != &host_node_callable::run))
+    raise(cudaErrorInvalidValue, name,
+          "the host node was not made by curt::add_host_node (a host_call captured into the "
+          "graph, or a node added by a raw call), so nothing curt knows owns its function, and "
+          "nothing would own the new one. Nothing was changed",
+          __FILE__, __LINE__);
+  auto owned = std::make_unique<host_node_task<F>>(std::forward<F>(function), 0);
+  host_node_callable* fresh = &owned->function;
+  fresh->task = owned.get();
+  fresh->original = static_cast<host_node_callable*>(current.userData);
+  fresh->node = node.get();
+  update_node(exec, node, name, [&] { return host_node_params(fresh); });
+  if (!state) return fresh->original->adopt(owned.release());
+  host_node_callable** link = &state->current;
+  while (*link && (*link)->node != fresh->node) link = &(*link)->next_current;
+  if (host_node_callable* old = *link) {
+    fresh->next_current = old->next_current;
+    push_task(fresh->replaced, old->task);
+  }
+  *link = fresh;
+  (void)owned.release();
+}
+}  // namespace detail
+
 /// Makes host node `node` (made by add_host_node) of `exec` call `function()` instead: the
 /// graph's callable adopts it, so that it lives as long as the graph's executable graphs.
 template <class F>
 void update_host_node(graph_exec_ref exec, graph_node node, F&& function) {
-  if constexpr (detail::host_node_callable_v<F>()) {
-    const char* name = "curt::update_host_node";
-    (void)detail::prepare_update(exec, node, name);
-    cudaHostNodeParams current{};
-    const cudaError_t status = detail::call_in(
-        [&] { return cudaGraphHostNodeGetParams(node.get(), &current); }, detail::any_context);
-    if (CURT_UNLIKELY(status != cudaSuccess))
-      detail::throw_update_error(status, node, detail::host_node_params(nullptr), name);
-    if (CURT_UNLIKELY(current.fn != &detail::host_node_callable::run))
-      detail::raise(cudaErrorInvalidValue, name,
-                    "the host node was not made by curt::add_host_node (a host_call captured "
-                    "into the graph, or a node added by a raw call), so nothing curt knows owns "
-                    "its function, and nothing would own the new one. Nothing was changed",
-                    __FILE__, __LINE__);
-    auto owned = std::make_unique<detail::host_node_task<F>>(std::forward<F>(function), 0);
-    detail::update_node(exec, node, name,
-                        [&] { return detail::host_node_params(&owned->function); });
-    static_cast<detail::host_node_callable*>(current.userData)->adopt(owned.release());
-  }
+  if constexpr (detail::host_node_callable_v<F>())
+    detail::update_host_node(exec, node, std::forward<F>(function), nullptr);
 }
-/// The same on an owner, refused once it was updated as a whole (its host nodes then call the
-/// other graph's callables; through a ref, or after a raw update, curt cannot tell).
+/// The same on an owner, which frees a replaced callable once the launches that may call it are
+/// done (the new one has run). Refused once the owner was updated as a whole (its host nodes then
+/// call the other graph's callables; through a ref, or after a raw update, curt cannot tell).
 template <class F>
 void update_host_node(const graph_exec& exec, graph_node node, F&& function) {
-  if (CURT_UNLIKELY(detail::graph_access::updated_as_whole(exec)))
+  const detail::exec_state& state = detail::graph_access::state(exec);
+  if (CURT_UNLIKELY(state.updated))
     detail::raise(cudaErrorInvalidValue, "curt::update_host_node",
                   "this executable graph was updated as a whole (graph_exec::update), so its "
                   "host nodes call the callables of the graph it was updated from, and a new "
@@ -161,7 +182,8 @@ void update_host_node(const graph_exec& exec, graph_node node, F&& function) {
                   "(or add a new one) and update the executable graph from it again, or "
                   "instantiate anew. Nothing was changed",
                   __FILE__, __LINE__);
-  update_host_node(graph_exec_ref(exec), node, std::forward<F>(function));
+  if constexpr (detail::host_node_callable_v<F>())
+    detail::update_host_node(graph_exec_ref(exec), node, std::forward<F>(function), &state);
 }
 /// Enables or disables kernel, memcpy or memset node `node` of `exec` for later launches.
 inline void set_node_enabled(graph_exec_ref exec, graph_node node, bool enabled) {
