@@ -46,6 +46,17 @@ inline void destroy_tasks(deferred_task* task) noexcept {
   }
 }
 
+/// The thread in relaxed capture mode for a scope: what curt frees or waits for then spoils no
+/// global-mode capture on another thread (nor the thread's own: curt's call is not captured).
+struct relaxed_capture {
+  cudaStreamCaptureMode previous = cudaStreamCaptureModeRelaxed;
+  relaxed_capture() {
+    check(cudaThreadExchangeStreamCaptureMode(&previous), "cudaThreadExchangeStreamCaptureMode",
+          __FILE__, __LINE__);
+  }
+  ~relaxed_capture() { (void)cudaThreadExchangeStreamCaptureMode(&previous); }
+};
+
 class deferred_work {
  public:
   /// A finished task, to be destroyed on a user thread. Lock-free: safe on a callback thread.
@@ -55,7 +66,7 @@ class deferred_work {
   /// capture on another thread would otherwise see as an unsafe call and be invalidated by.
   void drain() noexcept {
     if (head_.load(order::relaxed) == nullptr) return;
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;  // (relaxed_capture may throw)
     (void)cudaThreadExchangeStreamCaptureMode(&mode);
     destroy_tasks(head_.exchange(nullptr, order::acquire));
     (void)cudaThreadExchangeStreamCaptureMode(&mode);

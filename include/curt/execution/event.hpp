@@ -1,5 +1,6 @@
 // curt/execution/event.hpp: CUDA events (owning curt::event, curt::timed_event for timing,
-// non-owning curt::event_ref), elapsed time as std::chrono durations. (curt::stream_timer, in stream.hpp, times a region of a stream.)
+// non-owning curt::event_ref), elapsed time as std::chrono durations (curt::stream_timer, in
+// stream.hpp, times a region of a stream).
 //
 // Recording, waiting, queries, timing and destruction go through the driver, which runs them in
 // the event's own context: they need no current context and make none current. A failure keeps

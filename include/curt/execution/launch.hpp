@@ -98,69 +98,62 @@ class launch_config {
   }
   /// Blocks per cluster; the grid must be a multiple of it in each dimension.
   launch_config& cluster_dims(dim3 blocks) noexcept {
-    cudaLaunchAttributeValue v{};
-    v.clusterDim = {blocks.x, blocks.y, blocks.z};
-    return set(cudaLaunchAttributeClusterDimension, v);
+    slot(cudaLaunchAttributeClusterDimension).clusterDim = {blocks.x, blocks.y, blocks.z};
+    return *this;
   }
   /// A larger cluster shape to use where the device can; a multiple of cluster_dims.
   launch_config& preferred_cluster_dims(dim3 blocks) noexcept {
-    cudaLaunchAttributeValue v{};
-    v.preferredClusterDim = {blocks.x, blocks.y, blocks.z};
-    return set(cudaLaunchAttributePreferredClusterDimension, v);
+    slot(cudaLaunchAttributePreferredClusterDimension).preferredClusterDim = {blocks.x, blocks.y,
+                                                                              blocks.z};
+    return *this;
   }
   /// All blocks resident at once, so the grid may synchronize (cooperative_groups grid.sync()).
   launch_config& cooperative(bool on = true) noexcept {
-    cudaLaunchAttributeValue v{};
-    v.cooperative = on;
-    return set(cudaLaunchAttributeCooperative, v);
+    slot(cudaLaunchAttributeCooperative).cooperative = on;
+    return *this;
   }
   /// Programmatic dependent launch: this kernel may start before the previous kernel in the
   /// stream finishes; it waits with cudaGridDependencySynchronize() where it needs that result.
   launch_config& programmatic_stream_serialization(bool on = true) noexcept {
-    cudaLaunchAttributeValue v{};
-    v.programmaticStreamSerializationAllowed = on;
-    return set(cudaLaunchAttributeProgrammaticStreamSerialization, v);
+    slot(cudaLaunchAttributeProgrammaticStreamSerialization)
+        .programmaticStreamSerializationAllowed = on;
+    return *this;
   }
   /// Records `e` once all blocks have triggered (cudaTriggerProgrammaticLaunchCompletion) or
   /// started, so kernels on other streams can wait on this kernel's early part (with
   /// cudaGridDependencySynchronize). The host may see it fire only after the kernel is done:
   /// on the H200, ready() stayed false while the kernel ran. `e` must not record timing.
   launch_config& programmatic_event(event_ref e, bool trigger_at_block_start = false) {
-    cudaLaunchAttributeValue v{};
-    v.programmaticEvent.event = e.get();
-    v.programmaticEvent.flags = 0;
+    cudaEvent_t event = e.get();  // before slot(): it may throw
+    cudaLaunchAttributeValue& v = slot(cudaLaunchAttributeProgrammaticEvent);
+    v.programmaticEvent.event = event;
     v.programmaticEvent.triggerAtBlockStart = trigger_at_block_start;
-    return set(cudaLaunchAttributeProgrammaticEvent, v);
+    return *this;
   }
   /// Records `e` when all blocks have started (they may still be running; the driver calls this
   /// best effort). `e` must not record timing.
   launch_config& launch_completion_event(event_ref e) {
-    cudaLaunchAttributeValue v{};
-    v.launchCompletionEvent.event = e.get();
-    v.launchCompletionEvent.flags = 0;
-    return set(cudaLaunchAttributeLaunchCompletionEvent, v);
+    cudaEvent_t event = e.get();
+    slot(cudaLaunchAttributeLaunchCompletionEvent).launchCompletionEvent.event = event;
+    return *this;
   }
   /// Scheduling priority of this kernel (same scale as stream priorities).
   launch_config& priority(int value) noexcept {
-    cudaLaunchAttributeValue v{};
-    v.priority = value;
-    return set(cudaLaunchAttributePriority, v);
+    slot(cudaLaunchAttributePriority).priority = value;
+    return *this;
   }
   launch_config& memory_sync_domain(cudaLaunchMemSyncDomain domain) noexcept {
-    cudaLaunchAttributeValue v{};
-    v.memSyncDomain = domain;
-    return set(cudaLaunchAttributeMemSyncDomain, v);
+    slot(cudaLaunchAttributeMemSyncDomain).memSyncDomain = domain;
+    return *this;
   }
   launch_config& access_policy_window(const curt::access_policy_window& window) noexcept {
-    cudaLaunchAttributeValue v{};
-    v.accessPolicyWindow = window.native();
-    return set(cudaLaunchAttributeAccessPolicyWindow, v);
+    slot(cudaLaunchAttributeAccessPolicyWindow).accessPolicyWindow = window.native();
+    return *this;
   }
   /// Percent of the unified L1/shared memory to carve out as shared memory for this launch.
   launch_config& preferred_shared_memory_carveout(unsigned percent) noexcept {
-    cudaLaunchAttributeValue v{};
-    v.sharedMemCarveout = percent;
-    return set(cudaLaunchAttributePreferredSharedMemoryCarveout, v);
+    slot(cudaLaunchAttributePreferredSharedMemoryCarveout).sharedMemCarveout = percent;
+    return *this;
   }
 
   dim3 grid_dims() const noexcept { return grid_; }
@@ -190,13 +183,13 @@ class launch_config {
   }
 
  private:
-  launch_config& set(cudaLaunchAttributeID id, const cudaLaunchAttributeValue& value) noexcept {
+  // The zeroed value of attribute `id`, to be set: one slot per id, so it never overflows.
+  cudaLaunchAttributeValue& slot(cudaLaunchAttributeID id) noexcept {
     unsigned i = 0;
     while (i < count_ && attributes_[i].id != id) ++i;
-    attributes_[i].id = id;  // one slot per attribute id: never overflows
-    attributes_[i].val = value;
     if (i == count_) ++count_;
-    return *this;
+    attributes_[i].id = id;
+    return attributes_[i].val = cudaLaunchAttributeValue{};
   }
 
   dim3 grid_{1, 1, 1};

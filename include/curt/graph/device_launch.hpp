@@ -188,13 +188,7 @@ CURT_COLD inline std::string describe_parameter_size_mismatch(std::size_t index,
 template <class... Params>
 void query_parameter_offsets(const void* kernel, unsigned* offsets, const char* function) {
   constexpr std::size_t sizes[sizeof...(Params) + 1] = {sizeof(std::decay_t<Params>)..., 0};
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  check(cudaThreadExchangeStreamCaptureMode(&mode), "cudaThreadExchangeStreamCaptureMode",
-        __FILE__, __LINE__);
-  struct mode_back {  // the thread's own mode back, also when a refusal below throws
-    cudaStreamCaptureMode& mode;
-    ~mode_back() { (void)cudaThreadExchangeStreamCaptureMode(&mode); }
-  } restore{mode};
+  relaxed_capture relaxed;  // the thread's own mode comes back also when a refusal throws
   for (std::size_t i = 0; i < sizeof...(Params); ++i) {
     std::size_t offset = 0, size = 0;
     check(cudaFuncGetParamInfo(kernel, i, &offset, &size), "cudaFuncGetParamInfo",

@@ -202,11 +202,10 @@ class copy_batch_base : public batch_entries {
   // returned (pageable ones over 64 KiB, measured), so the stream's work is waited for. In
   // relaxed capture mode: a capture in global mode elsewhere must not be invalidated by it.
   static void wait_for_sources(cudaStream_t stream) {
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-    check(cudaThreadExchangeStreamCaptureMode(&mode), "cudaThreadExchangeStreamCaptureMode",
-          __FILE__, __LINE__);
-    const cudaError_t status = cudaStreamSynchronize(stream);
-    (void)cudaThreadExchangeStreamCaptureMode(&mode);  // the thread's own mode back
+    const cudaError_t status = [&] {
+      relaxed_capture relaxed;
+      return cudaStreamSynchronize(stream);
+    }();
     if (CURT_UNLIKELY(status != cudaSuccess))
       throw_error(make_error_code(status),
                   std::string(Batch::submit_call) + ": cudaStreamSynchronize(stream)", __FILE__,

@@ -131,16 +131,6 @@ inline void check_pool_alignment(std::size_t n, const char* operation) {
           __LINE__);
 }
 
-/// The thread in relaxed capture mode for a scope: a synchronous pool call then waits without
-/// invalidating a global-mode capture on another thread.
-struct relaxed_capture {
-  cudaStreamCaptureMode previous = cudaStreamCaptureModeRelaxed;
-  relaxed_capture() {
-    check(cudaThreadExchangeStreamCaptureMode(&previous), "cudaThreadExchangeStreamCaptureMode",
-          __FILE__, __LINE__);
-  }
-  ~relaxed_capture() { (void)cudaThreadExchangeStreamCaptureMode(&previous); }
-};
 /// The stream of synchronous allocations: the per-thread default stream of the current
 /// context, or in a green context, which has none (CUDA 13.0), its legacy one.
 inline cudaStream_t sync_allocation_stream() {
