@@ -141,17 +141,20 @@ TEST_CASE("every instantiation result has its name and, when it failed, a reason
       cudaGraphInstantiateNodeOperationNotSupported,
       cudaGraphInstantiateMultipleDevicesNotSupported,
       cudaGraphInstantiateConditionalHandleUnused};
-  CHECK(std::string(instantiate_result_name(cudaGraphInstantiateSuccess)) ==
-        "cudaGraphInstantiateSuccess");
+  auto describe = [](cudaGraphInstantiateResult r) {
+    return describe_result(instantiate_results, r, "cudaGraphInstantiate");
+  };
+  CHECK(describe(cudaGraphInstantiateSuccess) == "cudaGraphInstantiateSuccess");
   for (cudaGraphInstantiateResult r : failures) {
     INFO("result " << int(r));
-    CHECK(std::string(instantiate_result_name(r)).rfind("cudaGraphInstantiate", 0) == 0);
-    CHECK(std::string(instantiate_result_reason(r)).size() > 20);
+    std::string text = describe(r);
+    CHECK(text.rfind("cudaGraphInstantiate", 0) == 0);
+    std::size_t colon = text.find(": ");
+    REQUIRE(colon != std::string::npos);
+    CHECK(text.size() - colon > 20);  // a reason follows the name
   }
-  CHECK_THAT(instantiate_result_reason(cudaGraphInstantiateInvalidStructure),
-             ContainsSubstring("cycle"));
-  CHECK_THAT(instantiate_result_name(static_cast<cudaGraphInstantiateResult>(77)),
-             ContainsSubstring("unknown"));
+  CHECK_THAT(describe(cudaGraphInstantiateInvalidStructure), ContainsSubstring("cycle"));
+  CHECK_THAT(describe(static_cast<cudaGraphInstantiateResult>(77)), ContainsSubstring("unknown"));
 }
 
 TEST_CASE("a refused update names its reason, and says so when the driver names no node",
@@ -168,11 +171,11 @@ TEST_CASE("a refused update names its reason, and says so when the driver names 
       cudaGraphExecUpdateErrorAttributesChanged};
   for (cudaGraphExecUpdateResult r : refusals) {
     INFO("result " << int(r));
-    std::string name = update_result_name(r);
-    CHECK(name.rfind("cudaGraphExecUpdate", 0) == 0);
-    CHECK(std::string(update_result_reason(r)).size() > 20);
     std::string text = describe_update_refusal(r, "", "");
-    CHECK_THAT(text, ContainsSubstring(name));
+    CHECK(text.rfind("cudaGraphExecUpdate", 0) == 0);
+    std::size_t colon = text.find(": "), end = text.find("; the driver");
+    REQUIRE(colon != std::string::npos);
+    CHECK(end - colon > 20);  // a reason follows the name
     CHECK_THAT(text, ContainsSubstring("the driver names no node"));
     CHECK_THAT(text, !ContainsSubstring("the node in the new graph"));
   }
@@ -190,7 +193,7 @@ TEST_CASE("a refused update names its reason, and says so when the driver names 
                                              "kernel node 0x2", "kernel node 0x1");
   CHECK_THAT(edge, ContainsSubstring("kernel node 0x2, whose dependency on kernel node 0x1 does "
                                      "not match"));
-  CHECK_THAT(update_result_name(static_cast<cudaGraphExecUpdateResult>(99)),
+  CHECK_THAT(describe_result(update_results, 99, "cudaGraphExecUpdate"),
              ContainsSubstring("unknown"));
 }
 

@@ -582,9 +582,9 @@ inline graph_exec graph_ref::instantiate_with(instantiate_flags flags, cudaStrea
                         "cudaGraphInstantiateWithParams(graph, flags " +
                             detail::describe_instantiate_flags(params.flags) + ")",
                         __FILE__, __LINE__, [&] {
-                          std::string why = detail::instantiate_result_name(params.result_out);
-                          std::string reason = detail::instantiate_result_reason(params.result_out);
-                          return (reason.empty() ? why : why + ": " + reason) +
+                          return detail::describe_result(detail::instantiate_results,
+                                                         params.result_out,
+                                                         "cudaGraphInstantiate") +
                                  detail::diagnose(
                                      [&] { return detail::explain_instantiation(params, g); },
                                      detail::any_context);

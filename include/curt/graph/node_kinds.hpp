@@ -413,35 +413,22 @@ inline constexpr result_text update_results[] = {
     {"ErrorAttributesChanged",
      "a node's attributes changed in a way an update cannot apply (its priority under "
      "use_node_priority, for instance)"}};
-CURT_COLD inline std::string instantiate_result_name(cudaGraphInstantiateResult result) {
-  const auto i = static_cast<std::size_t>(result);
-  return i < (sizeof instantiate_results / sizeof *instantiate_results)
-             ? std::string("cudaGraphInstantiate") + instantiate_results[i].name
-             : "an unknown cudaGraphInstantiateResult";
-}
-CURT_COLD inline std::string instantiate_result_reason(cudaGraphInstantiateResult result) {
-  const auto i = static_cast<std::size_t>(result);
-  if (i >= (sizeof instantiate_results / sizeof *instantiate_results)) return {};
-  if (const char* reason = instantiate_results[i].reason) return reason;
-  return "a node does what a graph launched from the device cannot (it holds only " +
-         kinds_with(&node_kind::device_launch) + ", and no dynamic parallelism)";
-}
-CURT_COLD inline std::string update_result_name(cudaGraphExecUpdateResult result) {
-  const auto i = static_cast<std::size_t>(result);
-  return i < (sizeof update_results / sizeof *update_results)
-             ? std::string("cudaGraphExecUpdate") + update_results[i].name
-                                       : "an unknown cudaGraphExecUpdateResult";
-}
-CURT_COLD inline std::string update_result_reason(cudaGraphExecUpdateResult result) {
-  const auto i = static_cast<std::size_t>(result);
-  return i < (sizeof update_results / sizeof *update_results) ? update_results[i].reason : "";
+// "<call><result name>: <reason>" for result `i` of `call` (cudaGraphInstantiate, ...Update).
+template <std::size_t N>
+CURT_COLD std::string describe_result(const result_text (&rows)[N], std::size_t i,
+                                      const char* call) {
+  if (i >= N) return std::string("an unknown ") + call + " result (" + std::to_string(i) + ")";
+  std::string text = std::string(call) + rows[i].name;
+  if (rows[i].reason == nullptr)
+    return text + ": a node does what a graph launched from the device cannot (it holds only " +
+           kinds_with(&node_kind::device_launch) + ", and no dynamic parallelism)";
+  return *rows[i].reason ? text + ": " + rows[i].reason : text;
 }
 // "<result name>: <reason>", then the nodes the driver named, if any.
 CURT_COLD inline std::string describe_update_refusal(cudaGraphExecUpdateResult result,
                                                      const std::string& node,
                                                      const std::string& from_node) {
-  std::string text = update_result_name(result), reason = update_result_reason(result);
-  if (!reason.empty()) text += ": " + reason;
+  std::string text = describe_result(update_results, result, "cudaGraphExecUpdate");
   if (node.empty()) return text + "; the driver names no node";
   text += "; the node in the new graph: " + node;
   if (!from_node.empty()) text += ", whose dependency on " + from_node + " does not match";
