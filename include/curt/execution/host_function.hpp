@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include <exception>
+#include <memory>
 #include <type_traits>
 #include <utility>
 
@@ -53,5 +54,21 @@ struct host_task : deferred_task {
     deferred().push(static_cast<host_task*>(self));
   }
 };
+
+// Ties `owned` to `graph` through a user object (destroyed on a user thread: deferred()).
+template <class Task>
+Task& retain_in_graph(cudaGraph_t graph, std::unique_ptr<Task> owned) {
+  cudaUserObject_t object = nullptr;
+  check(cudaUserObjectCreate(&object, owned.get(), &Task::release_from_graph, 1,
+                             cudaUserObjectNoDestructorSync),  // the only flag 13.0 accepts
+        "cudaUserObjectCreate(graph-owned value)", __FILE__, __LINE__);
+  Task* task = owned.release();  // the user object owns it now
+  cudaError_t status = cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove);
+  if (CURT_UNLIKELY(status != cudaSuccess)) {
+    (void)cudaUserObjectRelease(object, 1);  // frees the task (through the deferred queue)
+    check(status, "cudaGraphRetainUserObject(graph, graph-owned value)", __FILE__, __LINE__);
+  }
+  return *task;
+}
 
 }  // namespace curt::detail

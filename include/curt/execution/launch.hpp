@@ -496,6 +496,10 @@ __global__ void functor_kernel(Function function, Args... args) {
                 "and Args in the instantiation below");
   if constexpr (std::is_invocable_v<Function&, Args&...>) function(args...);
 }
+// Selects the overloads for a function object (not a function, nor a pointer to one).
+template <class F>
+using if_functor = std::enable_if_t<
+    !std::is_pointer_v<std::decay_t<F>> && !std::is_function_v<std::remove_reference_t<F>>, int>;
 }  // namespace detail
 
 /// The __global__ function curt launches for a functor of type Function with arguments of these
@@ -516,10 +520,7 @@ constexpr auto kernel_for(Function&&, Args&&...) noexcept {
 }
 
 /// Launches a functor or device lambda: every thread calls function(args...).
-template <class Function, class... Args,
-          std::enable_if_t<!std::is_pointer_v<std::decay_t<Function>> &&
-                               !std::is_function_v<std::remove_reference_t<Function>>,
-                           int> = 0>
+template <class Function, class... Args, detail::if_functor<Function> = 0>
 inline void launch(stream_ref stream, const launch_config& config, Function&& function,
                    Args&&... args) {
   // (kernel_for only reads the arguments' types: forwarding them twice moves nothing.)

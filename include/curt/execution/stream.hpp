@@ -245,18 +245,16 @@ class stream_ref {
 
   /// How a thread waits in synchronize(): spin, yield or block.
   void set_synchronization_policy(cudaSynchronizationPolicy policy) const {
-    cudaStreamAttrValue value{};
-    value.syncPolicy = policy;
-    set_attribute(cudaStreamAttributeSynchronizationPolicy, value, "synchronization policy");
+    set_attribute(cudaStreamAttributeSynchronizationPolicy, &cudaStreamAttrValue::syncPolicy,
+                  policy, "synchronization policy");
   }
   cudaSynchronizationPolicy synchronization_policy() const {
     return attribute(cudaStreamAttributeSynchronizationPolicy, "synchronization policy").syncPolicy;
   }
   /// L2 persistence for kernels launched on this stream.
   void set_access_policy_window(const access_policy_window& window) const {
-    cudaStreamAttrValue value{};
-    value.accessPolicyWindow = window.native();
-    set_attribute(cudaStreamAttributeAccessPolicyWindow, value, "access policy window");
+    set_attribute(cudaStreamAttributeAccessPolicyWindow, &cudaStreamAttrValue::accessPolicyWindow,
+                  window.native(), "access policy window");
   }
   access_policy_window get_access_policy_window() const {
     return access_policy_window::from_native(
@@ -267,19 +265,17 @@ class stream_ref {
   void reset_access_policy_window() const { set_access_policy_window(access_policy_window{}); }
   /// Memory synchronization domain of work on this stream (cudaLaunchMemSyncDomainDefault/Remote).
   void set_memory_sync_domain(cudaLaunchMemSyncDomain domain) const {
-    cudaStreamAttrValue value{};
-    value.memSyncDomain = domain;
-    set_attribute(cudaStreamAttributeMemSyncDomain, value, "memory sync domain");
+    set_attribute(cudaStreamAttributeMemSyncDomain, &cudaStreamAttrValue::memSyncDomain, domain,
+                  "memory sync domain");
   }
   cudaLaunchMemSyncDomain memory_sync_domain() const {
     return attribute(cudaStreamAttributeMemSyncDomain, "memory sync domain").memSyncDomain;
   }
   /// Maps the logical default/remote domains to hardware domains.
   void set_memory_sync_domain_map(unsigned char default_domain, unsigned char remote_domain) const {
-    cudaStreamAttrValue value{};
-    value.memSyncDomainMap.default_ = default_domain;
-    value.memSyncDomainMap.remote = remote_domain;
-    set_attribute(cudaStreamAttributeMemSyncDomainMap, value, "memory sync domain map");
+    set_attribute(cudaStreamAttributeMemSyncDomainMap, &cudaStreamAttrValue::memSyncDomainMap,
+                  cudaLaunchMemSyncDomainMap{default_domain, remote_domain},
+                  "memory sync domain map");
   }
   cudaLaunchMemSyncDomainMap memory_sync_domain_map() const {
     return attribute(cudaStreamAttributeMemSyncDomainMap, "memory sync domain map")
@@ -319,8 +315,11 @@ class stream_ref {
     detail::check(function(h, &value), call, __FILE__, __LINE__);
     return value;
   }
-  void set_attribute(cudaStreamAttrID id, const cudaStreamAttrValue& value,
+  template <class Field>  // sets value.*field of attribute `id`, the rest zero
+  void set_attribute(cudaStreamAttrID id, Field cudaStreamAttrValue::*field, const Field& to,
                      const char* what) const {
+    cudaStreamAttrValue value{};
+    value.*field = to;
     cudaStream_t h = native("set_attribute()");
     detail::context_scope in(detail::for_stream, h);
     detail::check(cudaStreamSetAttribute(h, id, &value), "cudaStreamSetAttribute", {"stream", what},
@@ -337,19 +336,8 @@ class stream_ref {
 
   template <class Task>
   void host_call_in_graph(std::unique_ptr<Task> owned, cudaGraph_t graph) const {
-    cudaUserObject_t owner = nullptr;
-    detail::check(cudaUserObjectCreate(&owner, owned.get(), &Task::release_from_graph, 1,
-                                       cudaUserObjectNoDestructorSync),
-                  "cudaUserObjectCreate(host function)", __FILE__, __LINE__);
-    Task* t = owned.release();  // the user object owns it now
-    cudaError_t status = cudaGraphRetainUserObject(graph, owner, 1, cudaGraphUserObjectMove);
-    if (CURT_UNLIKELY(status != cudaSuccess)) {
-      (void)cudaUserObjectRelease(owner, 1);  // frees the task (through the deferred queue)
-      detail::check(status, "cudaGraphRetainUserObject(capturing graph, host function)", __FILE__,
-                    __LINE__);
-    }
-    // From here the graph owns the task, also if the node cannot be added.
-    detail::check(cudaLaunchHostFunc(handle_, &Task::run_in_graph, t),
+    Task& t = detail::retain_in_graph(graph, std::move(owned));  // also if no node is added
+    detail::check(cudaLaunchHostFunc(handle_, &Task::run_in_graph, &t),
                   "cudaLaunchHostFunc(capturing stream, function)", __FILE__, __LINE__);
   }
 

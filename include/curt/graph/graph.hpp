@@ -173,21 +173,6 @@ inline void refuse_device_updatable_copy(cudaGraph_t graph, const char* operatio
   if (CURT_LIKELY(!device_updatable_nodes_made().load(order::relaxed))) return;
   refuse_device_updatable_count(census(graph).device_updatable, operation, remedy);
 }
-// Ties `owned` to `graph` through a user object (destroyed on a user thread: deferred()).
-template <class Task>
-Task& retain_in_graph(cudaGraph_t graph, std::unique_ptr<Task> owned) {
-  cudaUserObject_t object = nullptr;
-  check(cudaUserObjectCreate(&object, owned.get(), &Task::release_from_graph, 1,
-                             cudaUserObjectNoDestructorSync),  // the only flag 13.0 accepts
-        "cudaUserObjectCreate(graph-owned value)", __FILE__, __LINE__);
-  Task* task = owned.release();  // the user object owns it now
-  cudaError_t status = cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove);
-  if (CURT_UNLIKELY(status != cudaSuccess)) {
-    (void)cudaUserObjectRelease(object, 1);  // frees the task (through the deferred queue)
-    check(status, "cudaGraphRetainUserObject(graph, graph-owned value)", __FILE__, __LINE__);
-  }
-  return *task;
-}
 // What the handles kernels take by value (device_graph, device_node, conditional_handle) share:
 // a native value, compared by value.
 template <class Native>

@@ -80,10 +80,7 @@ void update_kernel_node(graph_exec_ref exec, graph_node node, const launch_confi
 
 #if defined(__CUDACC__)
 /// The same for a functor or device lambda (the kernel curt::kernel_for(function, args...)).
-template <class Function, class... Args,
-          std::enable_if_t<!std::is_pointer_v<std::decay_t<Function>> &&
-                               !std::is_function_v<std::remove_reference_t<Function>>,
-                           int> = 0>
+template <class Function, class... Args, detail::if_functor<Function> = 0>
 void update_kernel_node(graph_exec_ref exec, graph_node node, const launch_config& config,
                         Function&& function, Args&&... args) {
   update_kernel_node(exec, node, config, kernel_for(function, std::forward<Args>(args)...),

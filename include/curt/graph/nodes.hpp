@@ -212,10 +212,7 @@ graph_node add_kernel_node(graph_ref g, const node_dependencies& dependencies,
 
 #if defined(__CUDACC__)
 /// The same for a functor or device lambda (the kernel curt::kernel_for(function, args...)).
-template <class Function, class... Args,
-          std::enable_if_t<!std::is_pointer_v<std::decay_t<Function>> &&
-                               !std::is_function_v<std::remove_reference_t<Function>>,
-                           int> = 0>
+template <class Function, class... Args, detail::if_functor<Function> = 0>
 graph_node add_kernel_node(graph_ref g, const node_dependencies& dependencies,
                            const launch_config& config, Function&& function, Args&&... args) {
   return add_kernel_node(g, dependencies, config, kernel_for(function, std::forward<Args>(args)...),
