@@ -48,12 +48,9 @@ inline void destroy_tasks(deferred_task* task) noexcept {
 
 /// The thread in relaxed capture mode for a scope: what curt frees or waits for then spoils no
 /// global-mode capture on another thread (nor the thread's own: curt's call is not captured).
-struct relaxed_capture {
+struct relaxed_capture {  // (the exchange fails only while CUDA unloads: nothing to restore)
   cudaStreamCaptureMode previous = cudaStreamCaptureModeRelaxed;
-  relaxed_capture() {
-    check(cudaThreadExchangeStreamCaptureMode(&previous), "cudaThreadExchangeStreamCaptureMode",
-          __FILE__, __LINE__);
-  }
+  relaxed_capture() noexcept { (void)cudaThreadExchangeStreamCaptureMode(&previous); }
   ~relaxed_capture() { (void)cudaThreadExchangeStreamCaptureMode(&previous); }
 };
 
@@ -66,10 +63,8 @@ class deferred_work {
   /// capture on another thread would otherwise see as an unsafe call and be invalidated by.
   void drain() noexcept {
     if (head_.load(order::relaxed) == nullptr) return;
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;  // (relaxed_capture may throw)
-    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+    relaxed_capture relaxed;
     destroy_tasks(head_.exchange(nullptr, order::acquire));
-    (void)cudaThreadExchangeStreamCaptureMode(&mode);
   }
 
   /// A host function was enqueued on stream `id`.

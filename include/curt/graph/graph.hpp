@@ -486,10 +486,7 @@ struct graph_exec_traits {
   }
   // Launches still running may call the current replacements: the graph keeps them.
   static void release(exec_state& state) noexcept {
-    for (host_node_callable *c = state.current, *next; c; c = next) {
-      next = c->next_current;
-      c->original->adopt(c->task);
-    }
+    for (host_node_callable* c = state.current; c; c = c->next_current) c->original->adopt(c->task);
   }
 };
 // For the other graph headers: handles of refs, naming the operation when a ref holds none.

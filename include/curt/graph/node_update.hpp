@@ -56,6 +56,39 @@ void update_node(graph_exec_ref exec, graph_node node, const char* function, Bui
       call_in([&] { return cudaGraphExecNodeSetParams(e, node.get(), &params); }, any_context);
   if (CURT_UNLIKELY(status != cudaSuccess)) throw_update_error(status, node, params, function);
 }
+// Makes host node `node` of `exec` call `function()`. With the owner's `state`, the callable it
+// replaces is freed once the new one has run; through a ref, the graph keeps it until it dies.
+template <class F>
+void update_host_node(graph_exec_ref exec, graph_node node, F&& function, const exec_state* state) {
+  const char* name = "curt::update_host_node";
+  (void)prepare_update(exec, node, name);
+  cudaHostNodeParams current{};
+  const cudaError_t status =
+      call_in([&] { return cudaGraphHostNodeGetParams(node.get(), &current); }, any_context);
+  if (CURT_UNLIKELY(status != cudaSuccess))
+    throw_update_error(status, node, host_node_params(nullptr), name);
+  if (CURT_UNLIKELY(current.fn != &host_node_callable::run))
+    raise(cudaErrorInvalidValue, name,
+          "the host node was not made by curt::add_host_node (a host_call captured into the "
+          "graph, or a node added by a raw call), so nothing curt knows owns its function, and "
+          "nothing would own the new one. Nothing was changed",
+          __FILE__, __LINE__);
+  auto owned = std::make_unique<host_node_task<F>>(std::forward<F>(function), 0);
+  host_node_callable* fresh = &owned->function;
+  fresh->task = owned.get();
+  fresh->original = static_cast<host_node_callable*>(current.userData);
+  fresh->node = node.get();
+  update_node(exec, node, name, [&] { return host_node_params(fresh); });
+  if (!state) return fresh->original->adopt(owned.release());
+  host_node_callable** link = &state->current;
+  while (*link && (*link)->node != fresh->node) link = &(*link)->next_current;
+  if (host_node_callable* old = *link) {
+    fresh->next_current = old->next_current;
+    push_task(fresh->replaced, old->task);
+  }
+  *link = fresh;
+  (void)owned.release();
+}
 
 }  // namespace detail
 
@@ -122,41 +155,6 @@ void update_fill_node(graph_exec_ref exec, graph_node node, Dst&& dst,
     });
   }
 }
-namespace detail {
-// Makes host node `node` of `exec` call `function()`. With the owner's `state`, the callable it
-// replaces is freed once the new one has run; through a ref, the graph keeps it until it dies.
-template <class F>
-void update_host_node(graph_exec_ref exec, graph_node node, F&& function, const exec_state* state) {
-  const char* name = "curt::update_host_node";
-  (void)prepare_update(exec, node, name);
-  cudaHostNodeParams current{};
-  const cudaError_t status =
-      call_in([&] { return cudaGraphHostNodeGetParams(node.get(), &current); }, any_context);
-  if (CURT_UNLIKELY(status != cudaSuccess))
-    throw_update_error(status, node, host_node_params(nullptr), name);
-  if (CURT_UNLIKELY(current.fn != &host_node_callable::run))
-    raise(cudaErrorInvalidValue, name,
-          "the host node was not made by curt::add_host_node (a host_call captured into the "
-          "graph, or a node added by a raw call), so nothing curt knows owns its function, and "
-          "nothing would own the new one. Nothing was changed",
-          __FILE__, __LINE__);
-  auto owned = std::make_unique<host_node_task<F>>(std::forward<F>(function), 0);
-  host_node_callable* fresh = &owned->function;
-  fresh->task = owned.get();
-  fresh->original = static_cast<host_node_callable*>(current.userData);
-  fresh->node = node.get();
-  update_node(exec, node, name, [&] { return host_node_params(fresh); });
-  if (!state) return fresh->original->adopt(owned.release());
-  host_node_callable** link = &state->current;
-  while (*link && (*link)->node != fresh->node) link = &(*link)->next_current;
-  if (host_node_callable* old = *link) {
-    fresh->next_current = old->next_current;
-    push_task(fresh->replaced, old->task);
-  }
-  *link = fresh;
-  (void)owned.release();
-}
-}  // namespace detail
 
 /// Makes host node `node` (made by add_host_node) of `exec` call `function()` instead: the
 /// graph's callable adopts it, so that it lives as long as the graph's executable graphs.
