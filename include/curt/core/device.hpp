@@ -101,11 +101,11 @@ struct compute_capability {
 struct device_uuid {
   std::array<unsigned char, 16> bytes{};
   std::string to_string() const {
-    char text[64];
-    int n = std::snprintf(text, sizeof text, "GPU-");
-    for (int i = 0; i < 16; ++i) {
+    char text[64] = "GPU-";
+    std::size_t n = 4;
+    for (std::size_t i = 0; i < 16; ++i) {
       if (i == 4 || i == 6 || i == 8 || i == 10) text[n++] = '-';
-      n += std::snprintf(text + n, sizeof text - n, "%02x", bytes[i]);
+      n += static_cast<std::size_t>(std::snprintf(text + n, sizeof text - n, "%02x", bytes[i]));
     }
     return std::string(text, n);
   }
@@ -230,7 +230,7 @@ class device {
   }
   device_uuid uuid() const {
     device_uuid id;
-    for (int i = 0; i < 16; ++i)
+    for (std::size_t i = 0; i < 16; ++i)
       id.bytes[i] = static_cast<unsigned char>(properties().uuid.bytes[i]);
     return id;
   }
