@@ -44,11 +44,11 @@ inline void free_async(void* p, const free_place& place) {
   const cudaStream_t s = place.stream.get();
   auto free = [&] {
     cudaError_t result = cudaFreeAsync(p, s);
-    if (CURT_UNLIKELY(result != cudaSuccess))  // the one mistake that lands here, explained
+    if (CURT_UNLIKELY(result != cudaSuccess))  // the mistake that most often lands here
       throw_error(make_error_code(result), "cudaFreeAsync(memory, stream)", __FILE__, __LINE__,
-                  result != cudaErrorInvalidValue ? "" : "memory allocated during a stream "
-                  "capture is the graph's: a buffer alive at capture_scope::end() can be freed "
-                  "only after a launch, once per launch; destroy it inside the capture");
+                  result != cudaErrorInvalidValue ? "" : "if the buffer was allocated during a "
+                  "stream capture and was alive at capture_scope::end(), its memory is the graph's "
+                  "and can be freed only after a launch; destroy such a buffer inside the capture");
   };
   if (CURT_UNLIKELY(place.context != nullptr)) {
     context_scope in(place.context);
