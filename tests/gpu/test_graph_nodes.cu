@@ -795,6 +795,41 @@ TEST_CASE("update_host_node through an owner frees each replaced callable once i
   CHECK(destructor_errors.count() == 0);
 }
 
+// A whole update drops the references to the first graph's callables, which held the owner's
+// replacements once it handed them over: it must hand them over before, while they are alive
+// (found by review: handed over at the owner's end, into a callable already freed).
+TEST_CASE("a host node replaced through an owner, then the owner updated as a whole from another "
+          "graph after the first one died: the replacement is freed, nothing is touched after",
+          "[graph][nodes]") {
+  curt::device d(0);
+  curt::stream s(d);
+  destructor_error_counter destructor_errors;
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  auto replacement_life = std::make_shared<lifetime>();
+  curt::graph g1 = curt::graph::create();
+  curt::graph_node h1 = curt::add_host_node(g1, {}, [calls] { calls->fetch_add(1); });
+  curt::graph_exec exec = g1.instantiate();
+  curt::update_host_node(exec, h1, [calls, p = probe(replacement_life)] { calls->fetch_add(10); });
+  exec.launch(s);
+  s.synchronize();
+  CHECK(calls->load() == 10);
+  g1 = curt::graph(curt::no_handle);  // only the executable graph keeps its callables now
+
+  curt::graph g2 = curt::graph::create();
+  (void)curt::add_host_node(g2, {}, [calls] { calls->fetch_add(100); });
+  exec.update(g2);
+  exec.launch(s);
+  s.synchronize();
+  CHECK(calls->load() == 110);
+  CHECK(eventually([&] { return replacement_life->destroyed.load() == 1; },
+                   [&] { s.synchronize(); }));
+  exec = curt::graph_exec(curt::no_handle);
+  g2 = curt::graph(curt::no_handle);
+  s.synchronize();
+  CHECK(destroyed_on(*replacement_life) == std::this_thread::get_id());
+  CHECK(destructor_errors.count() == 0);
+}
+
 TEST_CASE("disabled kernel, memcpy and memset nodes do not run; enabled again they do, with the "
           "updates made meanwhile", "[graph][nodes]") {
   curt::device d(0);

@@ -197,6 +197,11 @@ struct graph_exec_traits;
 struct exec_state {
   mutable bool updated = false;  // updated as a whole through this owner (see update_host_node)
   mutable host_node_callable* current = nullptr;  // host nodes' replacements (update_host_node)
+  // Hands the current replacements to their graph's callables, which the launches still running
+  // keep alive: before the owner ends, and before a whole update drops that graph's references.
+  void keep_in_graph() const noexcept {
+    for (host_node_callable* c = current; c; c = c->next_current) c->original->adopt(c->task);
+  }
 };
 }  // namespace detail
 
@@ -463,10 +468,14 @@ class graph_exec
   }
   /// As graph_exec_ref's, remembered (see update_host_node).
   void update(graph_ref from) const {
+    state_.keep_in_graph();
+    state_.current = nullptr;
     graph_exec_ref::update(from);
     state_.updated = true;
   }
   graph_update_result try_update(graph_ref from) const {
+    state_.keep_in_graph();
+    state_.current = nullptr;
     graph_update_result result = graph_exec_ref::try_update(from);
     state_.updated = state_.updated || static_cast<bool>(result);
     return result;
@@ -480,14 +489,11 @@ class graph_exec
 namespace detail {
 struct graph_exec_traits {
   static void destroy(graph_exec_ref& e, exec_state& state) {
-    release(state);
+    state.keep_in_graph();
     report(CURT_DETAIL_DRIVER_FUNCTION(cuGraphExecDestroy, 10000)(e.get()),
            "cuGraphExecDestroy(exec)", __FILE__, __LINE__);
   }
-  // Launches still running may call the current replacements: the graph keeps them.
-  static void release(exec_state& state) noexcept {
-    for (host_node_callable* c = state.current; c; c = c->next_current) c->original->adopt(c->task);
-  }
+  static void release(exec_state& state) noexcept { state.keep_in_graph(); }
 };
 // For the other graph headers: handles of refs, naming the operation when a ref holds none.
 struct graph_access {

@@ -284,10 +284,9 @@ inline cudaGraphNodeParams fill_node_params(void* dst, std::size_t count, const 
   p.memset.pitch = count * size;
   return p;
 }
-// A host node's callable, in a host_task (`task`) the graph owns, keeping what node updates through
-// a graph_exec_ref gave it (`adopted`). A replacement made through a graph_exec owner frees the
-// ones it replaced on its first run (on a user thread, at the next drain): launches of one
-// executable graph run in order, so those have run for the last time.
+// A host node's callable, in a host_task (`task`) the graph owns, keeping what node updates gave it
+// (`adopted`). A replacement made through a graph_exec owner frees the ones it replaced on its
+// first run, at the next drain: launches of one executable graph run in order.
 struct host_node_callable {
   void (*invoke)(host_node_callable*) = nullptr;
   deferred_task* task = nullptr;
@@ -303,12 +302,9 @@ struct host_node_callable {
   // A graph has no stream to rethrow on: an exception goes to the error handler.
   static void CUDART_CB run(void* self) noexcept {
     auto* callable = static_cast<host_node_callable*>(self);
-    if (CURT_UNLIKELY(callable->replaced.load(order::relaxed) != nullptr))
-      for (deferred_task *t = callable->replaced.exchange(nullptr, order::acquire), *next; t;
-           t = next) {
-        next = t->next;
-        deferred().push(t);
-      }
+    if (CURT_UNLIKELY(callable->replaced.load(order::relaxed) != nullptr))  // its predecessor
+      if (deferred_task* old = callable->replaced.exchange(nullptr, order::acquire))
+        deferred().push(old);
     try {
       callable->invoke(callable);
     } catch (...) {

@@ -171,11 +171,9 @@ void update_host_node(const graph_exec& exec, graph_node node, F&& function) {
   const detail::exec_state& state = detail::graph_access::state(exec);
   if (CURT_UNLIKELY(state.updated))
     detail::raise(cudaErrorInvalidValue, "curt::update_host_node",
-                  "this executable graph was updated as a whole (graph_exec::update), so its "
-                  "host nodes call the callables of the graph it was updated from, and a new "
-                  "callable could not be tied to anything it holds. Update that graph's host node "
-                  "(or add a new one) and update the executable graph from it again, or "
-                  "instantiate anew. Nothing was changed",
+                  "this executable graph was updated as a whole (graph_exec::update): its host "
+                  "nodes call the callables of the graph it was updated from. Update that graph's "
+                  "host node and update from it again, or instantiate anew. Nothing was changed",
                   __FILE__, __LINE__);
   if constexpr (detail::host_node_callable_v<F>())
     detail::update_host_node(graph_exec_ref(exec), node, std::forward<F>(function), &state);
