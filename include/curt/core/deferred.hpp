@@ -133,7 +133,7 @@ class deferred_work {
       try {
         std::rethrow_exception(error);
       } catch (const std::exception& e) {
-        text += std::string(": ") + e.what();
+        text += cat({": ", e.what()});
       } catch (...) {
         text += ": an exception not derived from std::exception";
       }

@@ -80,8 +80,8 @@ inline std::string no_device_reason() {
   if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0)
     return "no CUDA driver (libcuda.so.1 could not be loaded)";
   if (status == cudaSuccess || status == cudaErrorNoDevice) return "no CUDA device";
-  return std::string("no CUDA device usable: ") + cudaGetErrorName(status) + " (" +
-         cudaGetErrorString(status) + ")";
+  return detail::cat({"no CUDA device usable: ", cudaGetErrorName(status), " (",
+                      cudaGetErrorString(status), ")"});
 }
 
 /// Compute capability, e.g. {9, 0}; as_int() gives 90.

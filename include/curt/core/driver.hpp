@@ -111,8 +111,8 @@ inline void* driver_function_or_null(const char* symbol, int cuda_version,
 /// function for both ABIs).
 inline void* find_driver_function(const char* symbol, int cuda_version,
                                   unsigned long long flavour = cudaEnableLegacyStream) {
-  const std::string call = std::string("cudaGetDriverEntryPointByVersion(\"") + symbol + "\", " +
-                           version_text(cuda_version) + ")";
+  const std::string call =
+      cat({"cudaGetDriverEntryPointByVersion(\"", symbol, "\", ", version_text(cuda_version), ")"});
   int driver = 0;
   (void)cudaDriverGetVersion(&driver);
   if (driver != 0 && driver < cuda_version)  // the runtime would only say "invalid argument"
@@ -193,7 +193,7 @@ inline std::string driver_category_impl::message(int code) const {
   try {
     if (CURT_DETAIL_DRIVER_FUNCTION(cuGetErrorName, 6000)(code, &name) == 0 && name) text = name;
     if (CURT_DETAIL_DRIVER_FUNCTION(cuGetErrorString, 6000)(code, &description) == 0 && description)
-      text += std::string(" (") + description + ")";
+      text += cat({" (", description, ")"});
   } catch (...) {  // no driver: the number alone
   }
   return text;

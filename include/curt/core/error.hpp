@@ -21,6 +21,7 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -31,12 +32,18 @@ inline const std::error_category& runtime_category() noexcept;  // below
 
 namespace detail {
 
+/// The pieces one after another, as a chain of std::string's + makes (cheaper to compile).
+inline std::string cat(std::initializer_list<std::string_view> pieces) {
+  std::string text;
+  for (std::string_view piece : pieces) text.append(piece.data(), piece.size());
+  return text;
+}
 class runtime_category_impl final : public std::error_category {
  public:
   const char* name() const noexcept override { return "cuda_runtime"; }
   std::string message(int code) const override {
     auto status = static_cast<cudaError_t>(code);
-    return std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")";
+    return cat({cudaGetErrorName(status), " (", cudaGetErrorString(status), ")"});
   }
 };
 
@@ -110,10 +117,10 @@ class cuda_error : public std::system_error {
         call_(std::move(call)),
         where_(std::move(where)),
         driver_log_(std::move(driver_log)) {
-    message_ = call_ + " failed: " + code.message();
-    if (!explanation.empty()) message_ += ": " + explanation;
-    if (!where_.empty()) message_ += " at " + where_;
-    if (!driver_log_.empty()) message_ += "; driver log: " + driver_log_;
+    message_ = detail::cat({call_, " failed: ", code.message()});
+    if (!explanation.empty()) message_ += detail::cat({": ", explanation});
+    if (!where_.empty()) message_ += detail::cat({" at ", where_});
+    if (!driver_log_.empty()) message_ += detail::cat({"; driver log: ", driver_log_});
   }
   cuda_error(cudaError_t status, std::string call, std::string explanation = {},
              std::string where = {}, std::string driver_log = {})
@@ -191,7 +198,7 @@ inline atomic<error_handler>& error_handler_slot() noexcept {
 inline std::string take_driver_log();
 
 inline std::string location(const char* file, int line) {
-  return file ? std::string(file) + ":" + std::to_string(line) : std::string();
+  return file ? cat({file, ":", std::to_string(line)}) : std::string();
 }
 
 // The part of throw_error below that does not depend on `explain` (compiled once per Error).
@@ -210,26 +217,34 @@ template <class Error>
   throw Error(code, std::move(call), std::move(explanation), location(file, line), std::move(log));
 }
 
+/// What throw_error says about a failure, only referred to: a text, or a function returning one
+/// (run on the throw path only). One type for all, so throw_error is not compiled per lambda.
+struct explainer {
+  explainer(const char* text = "") noexcept : text(text) {}             // NOLINT: implicit
+  explainer(const std::string& text) noexcept : text(text.c_str()) {}  // NOLINT
+  template <class F>  // NOLINTNEXTLINE
+  explainer(const F& f) noexcept : function(&f), call(&invoke<F>) {}
+  template <class F>
+  static std::string invoke(const void* f) { return (*static_cast<const F*>(f))(); }
+  std::string operator()() const { return call ? call(function) : std::string(text); }
+  const char* text = "";
+  const void* function = nullptr;
+  std::string (*call)(const void*) = nullptr;
+};
 /// The throw path of a failed call: reads the driver's log first (before `explain`, which may
 /// call CUDA and log more, says what curt found), clears the thread's last error, says when the
 /// context is lost, and picks the exception type (Error, a cuda_error; out_of_memory for CUDA's
-/// out-of-memory codes). `explain` is a string or a function returning one.
-template <class Error = cuda_error, class Explain = const char*>
+/// out-of-memory codes).
+template <class Error = cuda_error>
 [[noreturn]] CURT_COLD void throw_error(std::error_code code, std::string call, const char* file,
-                                        int line, Explain explain = "") {
+                                        int line, explainer explain = "") {
   std::string log = take_driver_log();
   // A failed runtime call also sets the thread's last error; a non-sticky one is cleared so that
   // the next unrelated check does not report it a second time (only this one: a driver call's
   // failure, reported in the runtime's category, leaves a user's pending error alone).
   if (code.category() == runtime_category() && cudaPeekAtLastError() == code.value())
     (void)cudaGetLastError();
-  std::string explanation;
-  if (!cuda_error::is_sticky(code)) {
-    if constexpr (std::is_invocable_v<Explain>)
-      explanation = explain();
-    else
-      explanation = explain;
-  }
+  std::string explanation = cuda_error::is_sticky(code) ? std::string() : explain();
   throw_explained<Error>(code, call, file, line, explanation, log);
 }
 
@@ -251,12 +266,12 @@ struct call_argument {
 // "function(argument, name value, ...)", built only on failure.
 CURT_COLD inline std::string describe_call(const char* function,
                                            std::initializer_list<call_argument> arguments) {
-  std::string text = std::string(function) + '(';
+  std::string text = cat({function, "("});
   const char* separator = "";
   for (const call_argument& a : arguments) {
     text += separator;
     separator = ", ";
-    text += a.text ? std::string(a.text) : std::string(a.name) + ' ' + std::to_string(a.value);
+    text += a.text ? cat({a.text}) : cat({a.name, " ", std::to_string(a.value)});
   }
   return text + ')';
 }

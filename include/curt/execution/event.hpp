@@ -50,8 +50,8 @@ int on_stream(cudaStream_t stream, Call&& call) {
 }
 
 /// Throws for a driver call that failed with `result`, in the runtime's category (same number).
-template <class Explain = const char*>
-void check_runtime(int result, const char* call, const char* file, int line, Explain explain = "") {
+inline void check_runtime(int result, const char* call, const char* file, int line,
+                          explainer explain = "") {
   if (CURT_UNLIKELY(result != 0))
     throw_error(make_error_code(static_cast<cudaError_t>(result)), call, file, line, explain);
 }

@@ -246,11 +246,12 @@ class sm_resource {
   // `groups` of -1 leaves the groups out (max_groups).
   CURT_COLD std::string describe(const char* operation, long groups, unsigned min_sm_count,
                                  sm_split_flags flags, bool exact) const {
-    std::string text = std::string("curt::sm_resource::") + operation + "(";
+    using detail::cat;
+    std::string text = cat({"curt::sm_resource::", operation, "("});
     if (groups >= 0)
-      text += std::to_string(groups) + " group" + (groups == 1 ? "" : "s") + " of at least ";
-    return text + std::to_string(min_sm_count) + " SMs" + detail::describe_split_flags(flags) +
-           (exact ? ", exact" : "") + ") of " + detail::describe_resource(tag_);
+      text += cat({std::to_string(groups), " group", groups == 1 ? "" : "s", " of at least "});
+    return cat({text, std::to_string(min_sm_count), " SMs", detail::describe_split_flags(flags),
+                exact ? ", exact" : "", ") of ", detail::describe_resource(tag_)});
   }
 
   detail::driver_fn::dev_resource native_{};

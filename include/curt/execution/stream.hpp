@@ -525,7 +525,7 @@ class stream_timer {
   }
   void require_stopped(const char* operation) const {
     if (!stopped_)
-      detail::raise(cudaErrorNotReady, std::string("curt::stream_timer::") + operation,
+      detail::raise(cudaErrorNotReady, detail::cat({"curt::stream_timer::", operation}),
                     "the region has no end yet: call record_stop() (or stop()) first", __FILE__,
                     __LINE__);
   }

@@ -67,7 +67,7 @@ inline CUcontext begin_capture(cudaStream_t stream, capture_mode mode, cudaGraph
     throw_error(make_error_code(status),
                 target ? "cudaStreamBeginCaptureToGraph(stream, graph, " +
                              std::to_string(after.size()) + " dependencies)"
-                       : std::string("cudaStreamBeginCapture(stream)"),
+                       : cat({"cudaStreamBeginCapture(stream)"}),
                 __FILE__, __LINE__, [&] {
                   if (stream == cudaStreamLegacy)
                     return "the legacy default stream cannot be captured: capture a stream of "
@@ -107,11 +107,11 @@ inline cudaGraph_t end_capture(cudaStream_t stream, CUcontext context, bool& end
   throw_error(make_error_code(status), "cudaStreamEndCapture(stream)", __FILE__, __LINE__, [&] {
     std::string why =
         status == cudaErrorStreamCaptureInvalidated
-            ? std::string("the capture was invalidated by a call that cannot be captured "
-                          "(synchronizing or querying the capturing stream, an unsafe call such "
-                          "as cudaMalloc outside relaxed mode, a failed call on the stream)") +
-                  (into_target ? "" : ": no graph was made") +
-                  "; the capture is ended and the stream is usable again"
+            ? cat({"the capture was invalidated by a call that cannot be captured (synchronizing "
+                   "or querying the capturing stream, an unsafe call such as cudaMalloc outside "
+                   "relaxed mode, a failed call on the stream)",
+                   into_target ? "" : ": no graph was made",
+                   "; the capture is ended and the stream is usable again"})
         : status == cudaErrorStreamCaptureUnjoined
             ? "work forked from the capturing stream onto another stream (through an event) was "
               "not joined back into it before the end"
@@ -159,7 +159,7 @@ CURT_COLD inline void rethrow_if_capture_invalidated(cudaStream_t stream, CUcont
                           "invalidated the capture"
                         : "the capture is invalidated";
   why += owns_graph ? ": curt::capture ended it and discarded its graph"
-                    : std::string(": curt::capture_to_graph ended it, and ") + target_destroyed;
+                    : cat({": curt::capture_to_graph ended it, and ", target_destroyed});
   why += "; the stream is usable again";
   std::string own = explanation_of(error);
   if (!own.empty()) why += " (" + own + ")";
@@ -236,10 +236,10 @@ inline graph_node last_captured_node(stream_ref stream) {
   if (CURT_UNLIKELY(info.status != capture_status::active || info.dependencies.size() != 1))
     detail::raise(cudaErrorIllegalState, "curt::last_captured_node(stream)",
                   info.status != capture_status::active
-                      ? std::string("the stream is not capturing")
-                      : "the stream's next work depends on " +
-                            std::to_string(info.dependencies.size()) +
-                            " nodes, not one: ask right after the work whose node you want",
+                      ? detail::cat({"the stream is not capturing"})
+                      : detail::cat({"the stream's next work depends on ",
+                                     std::to_string(info.dependencies.size()), " nodes, not one: "
+                                     "ask right after the work whose node you want"}),
                   __FILE__, __LINE__);
   return info.dependencies[0].node;
 }

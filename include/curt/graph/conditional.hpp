@@ -94,9 +94,10 @@ class conditional_node : public graph_node {
       detail::raise(cudaErrorInvalidValue,
                     "curt::conditional_node::body(" + std::to_string(index) + ")",
                     bodies_ == nullptr
-                        ? std::string("this conditional_node is empty (default-constructed)")
-                        : "a conditional " + kind_name() + " node has " + std::to_string(count_) +
-                              " bod" + (count_ == 1 ? "y" : "ies") + ", numbered from 0",
+                        ? detail::cat({"this conditional_node is empty (default-constructed)"})
+                        : detail::cat({"a conditional ", kind_name(), " node has ",
+                                       std::to_string(count_), " bod", count_ == 1 ? "y" : "ies",
+                                       ", numbered from 0"}),
                     __FILE__, __LINE__);
     return graph_ref(bodies_[index]);
   }

@@ -510,7 +510,7 @@ CURT_COLD inline std::string explain_instantiation(const cudaGraphInstantiatePar
   bool found = false;
   single_exec_nodes held = census(graph, blamed, &found);
   std::string text = blamed ? "; error node: " + describe_node(blamed)
-                            : std::string("; the driver names no node");
+                            : cat({"; the driver names no node"});
   // A blamed node that is none of the graph's own (nor its child graphs') lies in a body.
   cudaGraphNodeType type = cudaGraphNodeTypeCount;
   if (blamed && cudaGraphNodeGetType(blamed, &type) != cudaSuccess) type = cudaGraphNodeTypeCount;

@@ -39,7 +39,7 @@ class graph_node {
  private:
   cudaGraphNode_t checked(const char* operation) const {
     if (CURT_UNLIKELY(node_ == nullptr))
-      detail::raise(cudaErrorInvalidValue, std::string("curt::graph_node::") + operation,
+      detail::raise(cudaErrorInvalidValue, detail::cat({"curt::graph_node::", operation}),
                     "this graph_node is null (default-constructed): it names no node", __FILE__,
                     __LINE__);
     return node_;

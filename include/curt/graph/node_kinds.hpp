@@ -86,7 +86,7 @@ CURT_COLD inline std::string kinds_with(bool node_kind::*column) {
 CURT_COLD inline std::string describe_node_params(const char* function,
                                                   const cudaGraphNodeParams& p) {
   auto shape = kind_of(p.type).shape;
-  return function + (shape ? shape(p) : std::string("()"));
+  return cat({function, shape ? shape(p) : cat({"()"})});
 }
 /// cudaGraphNodeParams of `type`, every byte zero (CUDA requires the unused ones to be).
 inline cudaGraphNodeParams node_params(cudaGraphNodeType type) noexcept {
@@ -236,14 +236,14 @@ cudaGraphNodeParams typed_memcpy_params(Dst& dst, const Src& src, const char* op
   const auto n = static_cast<std::size_t>(dst.size()), m = static_cast<std::size_t>(src.size());
   if (CURT_UNLIKELY(n != m))
     raise(cudaErrorInvalidValue,
-          std::string("curt::") + operation + "(destination of " + std::to_string(n) +
-              " elements, source of " + std::to_string(m) + " elements)",
+          cat({"curt::", operation, "(destination of ", std::to_string(n),
+               " elements, source of ", std::to_string(m), " elements)"}),
           "the sizes differ: the destination holds " + std::to_string(n) + " elements (" +
               std::to_string(n * size) + " bytes), the source " + std::to_string(m) + " (" +
               std::to_string(m * size) + " bytes); copy equal sizes",
           __FILE__, __LINE__);
   if (CURT_UNLIKELY(n == 0))
-    raise(cudaErrorInvalidValue, std::string("curt::") + operation + "(0 elements)",
+    raise(cudaErrorInvalidValue, cat({"curt::", operation, "(0 elements)"}),
           "a memcpy node copies at least one element (CUDA refuses an empty copy); add an empty "
           "node where a placeholder is needed",
           __FILE__, __LINE__);
@@ -254,7 +254,7 @@ cudaGraphNodeParams typed_memcpy_params(Dst& dst, const Src& src, const char* op
 inline cudaGraphNodeParams fill_node_params(void* dst, std::size_t count, const void* value,
                                             std::size_t size, const char* operation) {
   if (CURT_UNLIKELY(count == 0))
-    raise(cudaErrorInvalidValue, std::string("curt::") + operation + "(0 elements)",
+    raise(cudaErrorInvalidValue, cat({"curt::", operation, "(0 elements)"}),
           "a memset node writes at least one element (CUDA refuses an empty one); add an empty "
           "node where a placeholder is needed",
           __FILE__, __LINE__);
@@ -266,13 +266,13 @@ inline cudaGraphNodeParams fill_node_params(void* dst, std::size_t count, const 
     std::memcpy(&pattern, bytes, size);  // little-endian: the element's value
   else if (same < size)
     raise(cudaErrorInvalidValue,
-          std::string("curt::") + operation + "(" + std::to_string(size) + "-byte value)",
+          cat({"curt::", operation, "(", std::to_string(size), "-byte value)"}),
           size == 2 || size == 4
               ? "the range is not aligned to its " + std::to_string(size) +
                     "-byte elements, which a 2- or 4-byte memset node needs; a kernel node can "
                     "fill it"
-              : std::string("a memset node writes 1-, 2- or 4-byte patterns, and this value's "
-                            "bytes differ; a kernel node can fill it"),
+              : cat({"a memset node writes 1-, 2- or 4-byte patterns, and this value's bytes "
+                     "differ; a kernel node can fill it"}),
           __FILE__, __LINE__);
   const std::size_t element = same == size ? 1 : size;
   cudaGraphNodeParams p = node_params(cudaGraphNodeTypeMemset);
@@ -413,8 +413,8 @@ inline constexpr result_text update_results[] = {
 template <std::size_t N>
 CURT_COLD std::string describe_result(const result_text (&rows)[N], std::size_t i,
                                       const char* call) {
-  if (i >= N) return std::string("an unknown ") + call + " result (" + std::to_string(i) + ")";
-  std::string text = std::string(call) + rows[i].name;
+  if (i >= N) return cat({"an unknown ", call, " result (", std::to_string(i), ")"});
+  std::string text = cat({call, rows[i].name});
   if (rows[i].reason == nullptr)
     return text + ": a node does what a graph launched from the device cannot (it holds only " +
            kinds_with(&node_kind::device_launch) + ", and no dynamic parallelism)";

@@ -34,8 +34,8 @@ inline void check_enable_type(cudaGraphNodeType type, const char* operation) {
                     return "is the node one of the graph the executable graph was instantiated "
                            "from, and does that graph still hold it?";
                   if (type != params.type)
-                    return std::string("the node is a ") + node_type_name(type) +
-                           " node, not a " + node_type_name(params.type) + " node";
+                    return cat({"the node is a ", node_type_name(type), " node, not a ",
+                                node_type_name(params.type), " node"});
                   return kind_of(type).update_rule ? kind_of(type).update_rule : "";
                 }, any_context);
               });

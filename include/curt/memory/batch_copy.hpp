@@ -459,7 +459,7 @@ class copy_3d_batch : public detail::copy_batch_base<copy_3d_batch> {
   cudaMemcpy3DOperand operand(const char* which, const void* data, std::size_t row_pitch,
                               std::size_t layer_height, std::size_t row, extent size,
                               memory_location hint) const {
-    const std::string side = std::string("the ") + which;
+    const std::string side = detail::cat({"the ", which});
     if (CURT_UNLIKELY(data == nullptr)) refuse(add_call, "copy", side + " is null");
     if (CURT_UNLIKELY(row_pitch != 0 && row_pitch < row))
       refuse(add_call, "copy", side + "'s rows are " + std::to_string(row_pitch) +

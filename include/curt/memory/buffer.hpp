@@ -123,8 +123,8 @@ inline void* mapped_pointer(void* host, bool mapped, const allocation& where,
                             const std::string& owner, const char* flag, const char* argument) {
   if (!mapped)
     raise(cudaErrorInvalidValue, owner + "::device_pointer()",
-          std::string("it was made without ") + flag +
-              ", so kernels cannot address it; make it with " + flag,
+          cat({"it was made without ", flag, ", so kernels cannot address it; make it with ",
+               flag}),
           __FILE__, __LINE__);
   if (host == nullptr) return nullptr;  // 0 elements
   void* p = nullptr;
@@ -359,9 +359,9 @@ class host_registration
     std::snprintf(address, sizeof address, "%p", memory);
     detail::throw_error(
         make_error_code(status),
-        std::string("cudaHostRegister(") + address + ", " + std::to_string(bytes) +
-            " bytes, flags " + std::to_string(static_cast<unsigned>(flags)) + ", device " +
-            std::to_string(ordinal) + ")",
+        detail::cat({"cudaHostRegister(", address, ", ", std::to_string(bytes), " bytes, flags ",
+                     std::to_string(static_cast<unsigned>(flags)), ", device ",
+                     std::to_string(ordinal), ")"}),
         __FILE__, __LINE__, [&]() -> std::string {
           if (status == cudaErrorHostMemoryAlreadyRegistered)
             return "this memory, or part of it, is page-locked already: registered before (by "

@@ -79,12 +79,12 @@ CURT_COLD inline void copy_failed(cudaError_t status, std::size_t bytes) {
                                                        std::size_t source,
                                                        std::size_t element_size) {
   raise(cudaErrorInvalidValue,
-        std::string("curt::") + operation + "(destination of " + std::to_string(destination) +
-            " elements, source of " + std::to_string(source) + " elements)",
-        "the sizes differ: the destination holds " + std::to_string(destination) +
-            " elements (" + std::to_string(destination * element_size) + " bytes), the source " +
-            std::to_string(source) + " (" + std::to_string(source * element_size) +
-            " bytes); copy equal sizes, e.g. through a subspan (curt::span(range, offset, count))",
+        cat({"curt::", operation, "(destination of ", std::to_string(destination),
+             " elements, source of ", std::to_string(source), " elements)"}),
+        cat({"the sizes differ: the destination holds ", std::to_string(destination),
+             " elements (", std::to_string(destination * element_size), " bytes), the source ",
+             std::to_string(source), " (", std::to_string(source * element_size), " bytes); copy "
+             "equal sizes, e.g. through a subspan (curt::span(range, offset, count))"}),
         __FILE__, __LINE__);
 }
 

@@ -47,7 +47,7 @@ CURT_COLD std::string type_name() {
 // "curt::device_buffer<float>"
 template <class T>
 CURT_COLD std::string owner_name(const char* kind) {
-  return std::string("curt::") + kind + "<" + type_name<T>() + ">";
+  return cat({"curt::", kind, "<", type_name<T>(), ">"});
 }
 
 /// count * sizeof(T) in bytes; throws (naming the owner and the numbers) when it overflows.

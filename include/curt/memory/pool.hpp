@@ -126,9 +126,9 @@ auto in_pool_context(memory_location where, Call&& call) {
 /// CCCL's rule: a power of two no larger than 256 (every pool allocation is 256-byte aligned).
 inline void check_pool_alignment(std::size_t n, const char* operation) {
   if (CURT_UNLIKELY(n == 0 || n > 256 || (n & (n - 1)) != 0))
-    raise(cudaErrorInvalidValue, std::string("curt::memory_pool_ref::") + operation,
-          "alignment " + std::to_string(n) + " is not a power of two no larger than 256", __FILE__,
-          __LINE__);
+    raise(cudaErrorInvalidValue, cat({"curt::memory_pool_ref::", operation}),
+          cat({"alignment ", std::to_string(n), " is not a power of two no larger than 256"}),
+          __FILE__, __LINE__);
 }
 
 /// The stream of synchronous allocations: the per-thread default stream of the current

@@ -71,8 +71,8 @@ class pool_resource<First, More...> : public memory_pool_ref {
   }
   [[noreturn]] CURT_COLD void refuse(const char* property, const std::string& why) const {
     detail::raise(cudaErrorInvalidValue,
-                  std::string("curt::pool_resource<") + property + ">(" + describe() + ")",
-                  std::string("the pool is not ") + property + ": " + why, __FILE__, __LINE__);
+                  detail::cat({"curt::pool_resource<", property, ">(", describe(), ")"}),
+                  detail::cat({"the pool is not ", property, ": ", why}), __FILE__, __LINE__);
   }
 };
 }  // namespace curt
