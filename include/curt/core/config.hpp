@@ -11,11 +11,13 @@
 #  define CURT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #  define CURT_COLD __attribute__((cold, noinline))
 #  define CURT_HOT_INLINE __attribute__((always_inline)) inline
+#define CURT_PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
 #else
 #  define CURT_LIKELY(x) (x)
 #  define CURT_UNLIKELY(x) (x)
 #  define CURT_COLD __declspec(noinline)
 #  define CURT_HOT_INLINE __forceinline
+#define CURT_PRINTF_LIKE(f, a)
 #endif
 
 // Functions callable from both host and device code when compiled by a CUDA compiler.

@@ -129,11 +129,11 @@ class deferred_work {
     std::string text = "a host function threw ";
     try {
       text += when;
-      if (stream_id) text += " (stream id " + std::to_string(stream_id) + ")";
+      if (stream_id) text += fmt(" (stream id %llu)", stream_id);
       try {
         std::rethrow_exception(error);
       } catch (const std::exception& e) {
-        text += cat({": ", e.what()});
+        text += fmt(": %s", e.what());
       } catch (...) {
         text += ": an exception not derived from std::exception";
       }

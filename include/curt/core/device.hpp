@@ -32,7 +32,7 @@ struct version {
     return {encoded / 1000, encoded % 1000 / 10};
   }
   constexpr int encoded() const noexcept { return major * 1000 + minor * 10; }
-  std::string to_string() const { return std::to_string(major) + "." + std::to_string(minor); }
+  std::string to_string() const { return detail::fmt("%d.%d", major, minor); }
 
   friend constexpr bool operator==(version a, version b) noexcept {
     return a.major == b.major && a.minor == b.minor;
@@ -80,8 +80,8 @@ inline std::string no_device_reason() {
   if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0)
     return "no CUDA driver (libcuda.so.1 could not be loaded)";
   if (status == cudaSuccess || status == cudaErrorNoDevice) return "no CUDA device";
-  return detail::cat({"no CUDA device usable: ", cudaGetErrorName(status), " (",
-                      cudaGetErrorString(status), ")"});
+  return detail::fmt("no CUDA device usable: %s (%s)", cudaGetErrorName(status),
+                     cudaGetErrorString(status));
 }
 
 /// Compute capability, e.g. {9, 0}; as_int() gives 90.
@@ -158,8 +158,8 @@ inline device_entry& device_table(int ordinal, const char* call) {
   static const int count = device_count();
   static device_entry* const table = new device_entry[count > 0 ? count : 1];
   if (ordinal < 0 || ordinal >= count)
-    raise(cudaErrorInvalidDevice, std::string(call) + "(device " + std::to_string(ordinal) + ")",
-          std::to_string(count) + " CUDA device(s) visible", __FILE__, __LINE__);
+    raise(cudaErrorInvalidDevice, fmt("%s(device %d)", call, ordinal),
+          fmt("%d CUDA device(s) visible", count), __FILE__, __LINE__);
   return table[ordinal];
 }
 inline std::mutex& device_table_mutex() {
@@ -195,9 +195,9 @@ class device {
   explicit device(int ordinal) : ordinal_(ordinal) {
     int count = device_count();
     if (ordinal < 0 || ordinal >= count)
-      detail::raise(cudaErrorInvalidDevice, "curt::device(" + std::to_string(ordinal) + ")",
-                    std::to_string(count) + " CUDA device(s) visible" +
-                        (count == 0 ? " (" + no_device_reason() + ")" : std::string()),
+      detail::raise(cudaErrorInvalidDevice, detail::fmt("curt::device(%d)", ordinal),
+                    detail::fmt("%d CUDA device(s) visible%s", count, count ? "" :
+                                detail::fmt(" (%s)", no_device_reason().c_str()).c_str()),
                     __FILE__, __LINE__);
   }
 

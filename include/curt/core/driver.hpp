@@ -87,7 +87,7 @@ extern "C" __host__ cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion_ptsz(
 namespace curt::detail {
 
 inline std::string version_text(int encoded) {
-  return std::to_string(encoded / 1000) + "." + std::to_string(encoded % 1000 / 10);
+  return fmt("%d.%d", encoded / 1000, encoded % 1000 / 10);
 }
 
 // The driver function, or null where the driver lacks it: no exception, and no error left behind.
@@ -111,14 +111,14 @@ inline void* driver_function_or_null(const char* symbol, int cuda_version,
 /// function for both ABIs).
 inline void* find_driver_function(const char* symbol, int cuda_version,
                                   unsigned long long flavour = cudaEnableLegacyStream) {
-  const std::string call =
-      cat({"cudaGetDriverEntryPointByVersion(\"", symbol, "\", ", version_text(cuda_version), ")"});
+  const std::string call = fmt("cudaGetDriverEntryPointByVersion(\"%s\", %s)", symbol,
+                               version_text(cuda_version).c_str());
   int driver = 0;
   (void)cudaDriverGetVersion(&driver);
   if (driver != 0 && driver < cuda_version)  // the runtime would only say "invalid argument"
     raise(cudaErrorInsufficientDriver, call,
-          std::string(symbol) + " needs a CUDA " + version_text(cuda_version) +
-              " driver; this driver supports CUDA " + version_text(driver),
+          fmt("%s needs a CUDA %s driver; this driver supports CUDA %s", symbol,
+              version_text(cuda_version).c_str(), version_text(driver).c_str()),
           __FILE__, __LINE__);
   void* function = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
@@ -134,11 +134,10 @@ inline void* find_driver_function(const char* symbol, int cuda_version,
   }
   raise(cudaErrorSymbolNotFound, call,
         found == cudaDriverEntryPointVersionNotSufficent
-            ? std::string(symbol) + (per_thread ? "'s per-thread flavour" : "") +
-                  " exists in this driver only in an ABI newer than CUDA " +
-                  version_text(cuda_version)
-            : std::string(symbol) + " is not provided by this CUDA " + version_text(driver) +
-                  " driver",
+            ? fmt("%s%s exists in this driver only in an ABI newer than CUDA %s", symbol,
+                  per_thread ? "'s per-thread flavour" : "", version_text(cuda_version).c_str())
+            : fmt("%s is not provided by this CUDA %s driver", symbol,
+                  version_text(driver).c_str()),
         __FILE__, __LINE__);
 }
 
@@ -187,13 +186,13 @@ inline void* find_driver_function(const char* symbol, int cuda_version,
 namespace curt::detail {
 
 inline std::string driver_category_impl::message(int code) const {
-  std::string text = "CUresult " + std::to_string(code);
+  std::string text = fmt("CUresult %d", code);
   const char* name = nullptr;
   const char* description = nullptr;
   try {
     if (CURT_DETAIL_DRIVER_FUNCTION(cuGetErrorName, 6000)(code, &name) == 0 && name) text = name;
     if (CURT_DETAIL_DRIVER_FUNCTION(cuGetErrorString, 6000)(code, &description) == 0 && description)
-      text += cat({" (", description, ")"});
+      text += fmt(" (%s)", description);
   } catch (...) {  // no driver: the number alone
   }
   return text;
@@ -202,7 +201,7 @@ inline std::string driver_category_impl::message(int code) const {
 // The thread id the driver writes into each log line ("[time][thread][CUDA][E] text").
 inline std::string log_thread_tag() {
 #if defined(__unix__) || defined(__APPLE__)
-  return "][" + std::to_string(static_cast<unsigned long long>(pthread_self())) + "]";
+  return fmt("][%llu]", static_cast<unsigned long long>(pthread_self()));
 #else
   return {};
 #endif

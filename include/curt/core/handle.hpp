@@ -52,8 +52,8 @@ inline bool is_state_handle(const void* handle) noexcept {
                      : state == handle_state::released ? "released"
                      : state == handle_state::freed    ? "freed"
                                                        : "empty";
-  raise(cudaErrorInvalidResourceHandle, owner + "::" + operation,
-        "this " + owner + " is " + word + ": it holds no " + what + "; assign a new one first",
+  raise(cudaErrorInvalidResourceHandle, fmt("%s::%s", owner.c_str(), operation),
+        fmt("this %s is %s: it holds no %s; assign a new one first", owner.c_str(), word, what),
         __FILE__, __LINE__);
 }
 

@@ -129,7 +129,7 @@ class event_ref {
                               "context it was created in";
                           detail::context_scope in(detail::for_stream, stream);
                           if (cudaStreamGetDevice(stream, &ordinal) == cudaSuccess)
-                            why += "; this stream is on device " + std::to_string(ordinal);
+                            why += detail::fmt("; this stream is on device %d", ordinal);
                           (void)cudaGetLastError();
                           return why;
                         });

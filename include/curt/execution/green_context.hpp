@@ -216,15 +216,13 @@ class green_context
   /// `priority` must lie in the device's stream_priority_range() (lower runs first).
   curt::stream make_stream(int priority = 0) const {
     CUgreenCtx h = native("make_stream()");
-    const std::string call = "curt::green_context::make_stream(priority " +
-                             std::to_string(priority) + ")";
+    const std::string call = detail::fmt("curt::green_context::make_stream(priority %d)", priority);
     if (priority != 0) {  // 0 is the least priority of every device
       const auto [greatest, least] = device().stream_priority_range();
       if (priority < greatest || priority > least)
         detail::raise(cudaErrorInvalidValue, call,
-                      "priority " + std::to_string(priority) + " is outside the device's range [" +
-                          std::to_string(greatest) + ", " + std::to_string(least) +
-                          "] (lower numbers run first)",
+                      detail::fmt("priority %d is outside the device's range [%d, %d] (lower "
+                                  "numbers run first)", priority, greatest, least),
                       __FILE__, __LINE__);
     }
     CUstream created = nullptr;
@@ -234,8 +232,8 @@ class green_context
           &created, h, 1 /* CU_STREAM_NON_BLOCKING */, priority);
       if (CURT_UNLIKELY(status != 0))
         detail::throw_error(std::error_code(status, driver_category()),
-                            "cuGreenCtxStreamCreate for " + call, __FILE__, __LINE__,
-                            detail::green_reason(status));
+                            detail::fmt("cuGreenCtxStreamCreate for %s", call.c_str()), __FILE__,
+                            __LINE__, detail::green_reason(status));
     }
     state_->retain();  // released by the stream, after it is destroyed
     return detail::adopt_stream(created, state_);
@@ -255,9 +253,8 @@ class green_context
       natives[i] = first[i].native_;
       total += first[i].sm_count();
     }
-    const std::string call = "curt::green_context(device " + std::to_string(d.ordinal()) + ", " +
-                             std::to_string(count) + " resource" + (count == 1 ? "" : "s") +
-                             " of " + std::to_string(total) + " SMs)";
+    const std::string call = detail::fmt("curt::green_context(device %d, %zu resource%s of %u SMs)",
+                                         d.ordinal(), count, (count == 1 ? "" : "s"), total);
     if (detail::green_refusal refused = detail::partition_refusal(tags.data(), count, device_))
       detail::raise(refused.status, call, refused.why, __FILE__, __LINE__);
     CUdevResourceDesc description = nullptr;
@@ -265,8 +262,8 @@ class green_context
         &description, natives.data(), static_cast<unsigned>(count));
     if (CURT_UNLIKELY(status != 0))
       detail::throw_error(std::error_code(status, driver_category()),
-                          "cuDevResourceGenerateDesc for " + call, __FILE__, __LINE__,
-                          detail::green_reason(status));
+                          detail::fmt("cuDevResourceGenerateDesc for %s", call.c_str()), __FILE__,
+                          __LINE__, detail::green_reason(status));
     // The green context retains the primary context, which curt keeps active: one that is
     // inactive would be made and destroyed with each green context.
     (void)detail::primary_context(device_);
@@ -275,7 +272,7 @@ class green_context
         &created, description, detail::driver_device(device_), 1 /* CU_GREEN_CTX_DEFAULT_STREAM */);
     if (CURT_UNLIKELY(status != 0))
       detail::throw_error(std::error_code(status, driver_category()),
-                          "cuGreenCtxCreate for " + call, __FILE__, __LINE__,
+                          detail::fmt("cuGreenCtxCreate for %s", call.c_str()), __FILE__, __LINE__,
                           detail::green_reason(status));
     try {
       state_ = new detail::green_hold(created);

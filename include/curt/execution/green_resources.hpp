@@ -79,14 +79,11 @@ struct resource_tag {
 inline std::string describe_resource(const resource_tag& tag) {
   switch (tag.kind) {
     case sm_resource_kind::whole:
-      return "the whole set of " + std::to_string(tag.sm_count) + " SMs of device " +
-             std::to_string(tag.device);
+      return fmt("the whole set of %u SMs of device %d", tag.sm_count, tag.device);
     case sm_resource_kind::group:
-      return "group " + std::to_string(tag.index) + " of split #" + std::to_string(tag.split) +
-             " (" + std::to_string(tag.sm_count) + " SMs)";
+      return fmt("group %u of split #%llu (%u SMs)", tag.index, tag.split, tag.sm_count);
     default:
-      return "the remainder of split #" + std::to_string(tag.split) + " (" +
-             std::to_string(tag.sm_count) + " SMs)";
+      return fmt("the remainder of split #%llu (%u SMs)", tag.split, tag.sm_count);
   }
 }
 
@@ -102,8 +99,7 @@ inline green_refusal split_request_refusal(sm_resource_kind input, unsigned inpu
             "a split needs at least one group (max_groups() tells how many groups of a size fit)"};
   if (min_sms > input_sms)
     return {cudaErrorInvalidResourceConfiguration,
-            "groups of at least " + std::to_string(min_sms) + " SMs cannot come from a set of " +
-                std::to_string(input_sms) + " SMs"};
+            fmt("groups of at least %u SMs cannot come from a set of %u SMs", min_sms, input_sms)};
   if (exact && min_sms == 0)
     return {cudaErrorInvalidValue,
             "an exact split needs the group size: 0 SMs lets the driver choose it (split with "
@@ -117,15 +113,13 @@ inline std::string exact_split_shortfall(unsigned requested_groups, unsigned req
                                          unsigned remainder_sms, unsigned min_partition,
                                          unsigned alignment, bool ignore_coscheduling) {
   if (delivered_groups == requested_groups && group_sms == requested_sms) return {};
-  std::string why = "the driver delivered " + std::to_string(delivered_groups) + " group" +
-                    (delivered_groups == 1 ? "" : "s") + " of " + std::to_string(group_sms) +
-                    " SMs (+ " + std::to_string(remainder_sms) + " SMs remaining) for " +
-                    std::to_string(requested_groups) + " of " + std::to_string(requested_sms) +
-                    " SMs";
+  std::string why =
+      fmt("the driver delivered %u group%s of %u SMs (+ %u SMs remaining) for %u of %u SMs",
+          delivered_groups, delivered_groups == 1 ? "" : "s", group_sms, remainder_sms,
+          requested_groups, requested_sms);
   if (group_sms != requested_sms) {
-    why += "; it rounds a group up to its granularity (this set: minimum partition " +
-           std::to_string(min_partition) + " SMs, co-scheduling alignment " +
-           std::to_string(alignment) + " SMs";
+    why += fmt("; it rounds a group up to its granularity (this set: minimum partition %u SMs, "
+               "co-scheduling alignment %u SMs", min_partition, alignment);
     why += ignore_coscheduling ? ", finer with ignore_coscheduling)" : ")";
   }
   if (delivered_groups < requested_groups)
@@ -140,29 +134,29 @@ inline green_refusal partition_refusal(const resource_tag* tags, std::size_t cou
     return {cudaErrorInvalidValue, "a green context needs at least one set of SMs"};
   for (std::size_t i = 0; i < count; ++i) {
     if (tags[i].device != device)
-      return {cudaErrorInvalidDevice, describe_resource(tags[i]) + " is of device " +
-                                          std::to_string(tags[i].device) + ", not device " +
-                                          std::to_string(device)};
+      return {cudaErrorInvalidDevice,
+              fmt("%s is of device %d, not device %d", describe_resource(tags[i]).c_str(),
+                  tags[i].device, device)};
     if (tags[i].sm_count == 0)
       return {cudaErrorInvalidResourceConfiguration,
-              describe_resource(tags[i]) + " holds no SM: it cannot be a partition"};
+              fmt("%s holds no SM: it cannot be a partition", describe_resource(tags[i]).c_str())};
   }
   if (count == 1) return {};
   for (std::size_t i = 0; i < count; ++i) {
     if (tags[i].kind == sm_resource_kind::whole)
       return {cudaErrorInvalidResourceConfiguration,
-              describe_resource(tags[i]) +
-                  " cannot be combined with other resources: it overlaps every one of them"};
+              fmt("%s cannot be combined with other resources: it overlaps every one of them",
+                  describe_resource(tags[i]).c_str())};
     if (tags[i].split != tags[0].split)
       return {cudaErrorInvalidResourceConfiguration,
-              describe_resource(tags[0]) + " and " + describe_resource(tags[i]) +
-                  " come from different splits: separate splits hand out the same SMs, so this "
-                  "partition would overlap another (CUDA 13.0's cuDevResourceGenerateDesc does "
-                  "not refuse it); take every group from one split"};
+              fmt("%s and %s come from different splits: separate splits hand out the same SMs, "
+                  "so this partition would overlap another (CUDA 13.0's cuDevResourceGenerateDesc "
+                  "does not refuse it); take every group from one split",
+                  describe_resource(tags[0]).c_str(), describe_resource(tags[i]).c_str())};
     for (std::size_t j = 0; j < i; ++j)
       if (tags[j].kind == tags[i].kind && tags[j].index == tags[i].index)
         return {cudaErrorInvalidResourceConfiguration,
-                describe_resource(tags[i]) + " is given twice"};
+                fmt("%s is given twice", describe_resource(tags[i]).c_str())};
   }
   return {};
 }
@@ -246,12 +240,12 @@ class sm_resource {
   // `groups` of -1 leaves the groups out (max_groups).
   CURT_COLD std::string describe(const char* operation, long groups, unsigned min_sm_count,
                                  sm_split_flags flags, bool exact) const {
-    using detail::cat;
-    std::string text = cat({"curt::sm_resource::", operation, "("});
+    std::string text = detail::fmt("curt::sm_resource::%s(", operation);
     if (groups >= 0)
-      text += cat({std::to_string(groups), " group", groups == 1 ? "" : "s", " of at least "});
-    return cat({text, std::to_string(min_sm_count), " SMs", detail::describe_split_flags(flags),
-                exact ? ", exact" : "", ") of ", detail::describe_resource(tag_)});
+      text += detail::fmt("%ld group%s of at least ", groups, groups == 1 ? "" : "s");
+    return detail::fmt("%s%u SMs%s%s) of %s", text.c_str(), min_sm_count,
+                       detail::describe_split_flags(flags).c_str(), exact ? ", exact" : "",
+                       detail::describe_resource(tag_).c_str());
   }
 
   detail::driver_fn::dev_resource native_{};
@@ -266,9 +260,8 @@ class sm_split {
   /// Group `i`; throws cudaErrorInvalidValue past the last.
   const sm_resource& group(std::size_t i) const {
     if (i >= groups_.size())
-      detail::raise(cudaErrorInvalidValue, "curt::sm_split::group(" + std::to_string(i) + ")",
-                    "the split made " + std::to_string(groups_.size()) + " group(s)", __FILE__,
-                    __LINE__);
+      detail::raise(cudaErrorInvalidValue, detail::fmt("curt::sm_split::group(%zu)", i),
+                    detail::fmt("the split made %zu group(s)", groups_.size()), __FILE__, __LINE__);
     return groups_[i];
   }
   /// SMs in each group as delivered (a split's groups are equal); 0 when it made none.
@@ -315,8 +308,8 @@ inline sm_resource device_sm_resource(curt::device d) {
       detail::driver_device(d.ordinal()), &native, detail::driver_fn::resource_type_sm);
   if (CURT_UNLIKELY(status != 0))
     detail::throw_error(std::error_code(status, driver_category()),
-                        "cuDeviceGetDevResource(device " + std::to_string(d.ordinal()) + ", SM)",
-                        __FILE__, __LINE__, detail::green_reason(status));
+                        detail::fmt("cuDeviceGetDevResource(device %d, SM)", d.ordinal()), __FILE__,
+                        __LINE__, detail::green_reason(status));
   return sm_resource(native, d.ordinal(), sm_resource_kind::whole, 0, 0);
 }
 
@@ -330,8 +323,8 @@ inline unsigned sm_resource::max_groups(unsigned min_sm_count, sm_split_flags fl
       nullptr, &count, &native_, nullptr, static_cast<unsigned>(flags), min_sm_count);
   if (CURT_UNLIKELY(status != 0))
     detail::throw_error(std::error_code(status, driver_category()),
-                        "cuDevSmResourceSplitByCount(dry run) for " +
-                            describe("max_groups", -1, min_sm_count, flags, false),
+                        detail::fmt("cuDevSmResourceSplitByCount(dry run) for %s",
+                                    describe("max_groups", -1, min_sm_count, flags, false).c_str()),
                         __FILE__, __LINE__, detail::green_reason(status));
   return count;
 }

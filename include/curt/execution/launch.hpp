@@ -201,9 +201,7 @@ class launch_config {
 
 namespace detail {
 
-inline std::string dims_text(dim3 d) {
-  return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z);
-}
+inline std::string dims_text(dim3 d) { return fmt("%ux%ux%u", d.x, d.y, d.z); }
 inline unsigned long long volume(dim3 d) {
   return static_cast<unsigned long long>(d.x) * d.y * d.z;
 }
@@ -238,30 +236,27 @@ std::string kernel_name(Kernel kernel) {
 
 template <class Config>
 std::string describe_launch(const Config& config, const void* kernel) {
-  std::string text = "curt::launch(" + kernel_name(kernel) + ", grid " + dims_text(config.gridDim) +
-                     ", block " + dims_text(config.blockDim) + ", " +
-                     std::to_string(config.dynamicSmemBytes) + " B dynamic shared memory";
+  std::string text = fmt("curt::launch(%s, grid %s, block %s, %zu B dynamic shared memory",
+                         kernel_name(kernel).c_str(), dims_text(config.gridDim).c_str(),
+                         dims_text(config.blockDim).c_str(), config.dynamicSmemBytes);
   for (unsigned i = 0; i < config.numAttrs; ++i) {
-    const cudaLaunchAttribute& a = config.attrs[i];
-    switch (a.id) {
+    const cudaLaunchAttributeValue& v = config.attrs[i].val;
+    switch (config.attrs[i].id) {
       case cudaLaunchAttributeClusterDimension:
-        text += ", cluster " +
-                dims_text(dim3(a.val.clusterDim.x, a.val.clusterDim.y, a.val.clusterDim.z));
+        text += fmt(", cluster %ux%ux%u", v.clusterDim.x, v.clusterDim.y, v.clusterDim.z);
         break;
       case cudaLaunchAttributePreferredClusterDimension:
-        text += ", preferred cluster " +
-                dims_text(dim3(a.val.preferredClusterDim.x, a.val.preferredClusterDim.y,
-                               a.val.preferredClusterDim.z));
+        text += fmt(", preferred cluster %ux%ux%u", v.preferredClusterDim.x,
+                    v.preferredClusterDim.y, v.preferredClusterDim.z);
         break;
       case cudaLaunchAttributeCooperative:
-        if (a.val.cooperative) text += ", cooperative";
+        if (v.cooperative) text += ", cooperative";
         break;
       case cudaLaunchAttributeProgrammaticStreamSerialization:
-        if (a.val.programmaticStreamSerializationAllowed)
-          text += ", programmatic stream serialization";
+        if (v.programmaticStreamSerializationAllowed) text += ", programmatic stream serialization";
         break;
       case cudaLaunchAttributePriority:
-        text += ", priority " + std::to_string(a.val.priority);
+        text += fmt(", priority %d", v.priority);
         break;
       case cudaLaunchAttributeProgrammaticEvent:
         text += ", programmatic event";
@@ -270,17 +265,16 @@ std::string describe_launch(const Config& config, const void* kernel) {
         text += ", launch completion event";
         break;
       case cudaLaunchAttributeMemSyncDomain:
-        text += ", memory sync domain " + std::to_string(static_cast<int>(a.val.memSyncDomain));
+        text += fmt(", memory sync domain %d", static_cast<int>(v.memSyncDomain));
         break;
       case cudaLaunchAttributeAccessPolicyWindow:
-        text += ", access policy window of " + std::to_string(a.val.accessPolicyWindow.num_bytes) +
-                " B";
+        text += fmt(", access policy window of %zu B", v.accessPolicyWindow.num_bytes);
         break;
       case cudaLaunchAttributePreferredSharedMemoryCarveout:
-        text += ", shared memory carveout " + std::to_string(a.val.sharedMemCarveout) + "%";
+        text += fmt(", shared memory carveout %u%%", v.sharedMemCarveout);
         break;
       default:
-        text += ", attribute " + std::to_string(static_cast<int>(a.id));
+        text += fmt(", attribute %d", static_cast<int>(config.attrs[i].id));
     }
   }
   return text + ")";
@@ -321,36 +315,35 @@ std::string explain_launch_failure(const Config& config, const void* kernel) {
   const unsigned long long threads = volume(block), blocks = volume(grid);
   if (threads == 0 || blocks == 0) return "grid and block dimensions must all be at least 1";
   if (threads > static_cast<unsigned long long>(p.maxThreadsPerBlock))
-    return "block of " + std::to_string(threads) + " threads exceeds the device's limit of " +
-           std::to_string(p.maxThreadsPerBlock) + " threads per block";
+    return fmt("block of %llu threads exceeds the device's limit of %d threads per block", threads,
+               p.maxThreadsPerBlock);
   const unsigned block_dims[3] = {block.x, block.y, block.z};
   const unsigned grid_dims[3] = {grid.x, grid.y, grid.z};
   for (int i = 0; i < 3; ++i) {
     if (block_dims[i] > static_cast<unsigned>(p.maxThreadsDim[i]))
-      return "block dimension " + std::string(1, "xyz"[i]) + " = " + std::to_string(block_dims[i]) +
-             " exceeds the device's limit of " + std::to_string(p.maxThreadsDim[i]);
+      return fmt("block dimension %c = %u exceeds the device's limit of %d", "xyz"[i],
+                 block_dims[i], p.maxThreadsDim[i]);
     if (grid_dims[i] > static_cast<unsigned>(p.maxGridSize[i]))
-      return "grid dimension " + std::string(1, "xyz"[i]) + " = " + std::to_string(grid_dims[i]) +
-             " exceeds the device's limit of " + std::to_string(p.maxGridSize[i]);
+      return fmt("grid dimension %c = %u exceeds the device's limit of %d", "xyz"[i],
+                 grid_dims[i], p.maxGridSize[i]);
   }
   cudaFuncAttributes f{};
   bool have_attributes = cudaFuncGetAttributes(&f, kernel) == cudaSuccess;
   if (!have_attributes) (void)cudaGetLastError();
   if (have_attributes && threads > static_cast<unsigned long long>(f.maxThreadsPerBlock))
-    return "block of " + std::to_string(threads) + " threads exceeds this kernel's limit of " +
-           std::to_string(f.maxThreadsPerBlock) + " (its register use or __launch_bounds__)";
+    return fmt("block of %llu threads exceeds this kernel's limit of %d (its register use or "
+               "__launch_bounds__)", threads, f.maxThreadsPerBlock);
   if (have_attributes) {
     std::size_t total = config.dynamicSmemBytes + f.sharedSizeBytes;
     if (total > p.sharedMemPerBlockOptin)
-      return std::to_string(config.dynamicSmemBytes) + " B of dynamic shared memory (+ " +
-             std::to_string(f.sharedSizeBytes) + " B static) exceeds the device's limit of " +
-             std::to_string(p.sharedMemPerBlockOptin) + " B per block";
+      return fmt("%zu B of dynamic shared memory (+ %zu B static) exceeds the device's limit of "
+                 "%zu B per block", config.dynamicSmemBytes, f.sharedSizeBytes,
+                 p.sharedMemPerBlockOptin);
     if (config.dynamicSmemBytes > static_cast<std::size_t>(f.maxDynamicSharedSizeBytes))
-      return std::to_string(config.dynamicSmemBytes) +
-             " B of dynamic shared memory exceeds this kernel's limit of " +
-             std::to_string(f.maxDynamicSharedSizeBytes) +
-             " B; raise it with curt::set_max_dynamic_shared_memory (the device allows up to " +
-             std::to_string(p.sharedMemPerBlockOptin - f.sharedSizeBytes) + " B)";
+      return fmt("%zu B of dynamic shared memory exceeds this kernel's limit of %d B; raise it "
+                 "with curt::set_max_dynamic_shared_memory (the device allows up to %zu B)",
+                 config.dynamicSmemBytes, f.maxDynamicSharedSizeBytes,
+                 p.sharedMemPerBlockOptin - f.sharedSizeBytes);
   }
   bool cooperative = false;
   for (unsigned i = 0; i < config.numAttrs; ++i) {
@@ -360,11 +353,11 @@ std::string explain_launch_failure(const Config& config, const void* kernel) {
     dim3 cluster(a.val.clusterDim.x, a.val.clusterDim.y, a.val.clusterDim.z);
     if (volume(cluster) == 0) return "cluster dimensions must all be at least 1";
     if (grid.x % cluster.x || grid.y % cluster.y || grid.z % cluster.z)
-      return "grid " + dims_text(grid) + " is not a multiple of the cluster " + dims_text(cluster);
+      return fmt("grid %s is not a multiple of the cluster %s", dims_text(grid).c_str(),
+                 dims_text(cluster).c_str());
     if (volume(cluster) > 8 && have_attributes && !f.nonPortableClusterSizeAllowed)
-      return "cluster of " + std::to_string(volume(cluster)) +
-             " blocks exceeds the portable maximum of 8; allow more with "
-             "curt::allow_non_portable_cluster_size";
+      return fmt("cluster of %llu blocks exceeds the portable maximum of 8; allow more with "
+                 "curt::allow_non_portable_cluster_size", volume(cluster));
   }
   if (cooperative) {
     int per_sm = 0;
@@ -375,12 +368,10 @@ std::string explain_launch_failure(const Config& config, const void* kernel) {
       const unsigned sms = green ? green : static_cast<unsigned>(p.multiProcessorCount);
       unsigned long long fit = static_cast<unsigned long long>(per_sm) * sms;
       if (blocks > fit)
-        return "cooperative grid of " + std::to_string(blocks) + " blocks exceeds the " +
-               std::to_string(fit) + " that can be resident at once" +
-               (green ? " on the stream's green context" : "") + " (" + std::to_string(per_sm) +
-               " per multiprocessor x " + std::to_string(sms) +
-               (green ? " SMs; the device has " + std::to_string(p.multiProcessorCount) + ")"
-                      : ")");
+        return fmt("cooperative grid of %llu blocks exceeds the %llu that can be resident at "
+                   "once%s (%d per multiprocessor x %u%s)", blocks, fit,
+                   green ? " on the stream's green context" : "", per_sm, sms,
+                   green ? fmt(" SMs; the device has %d", p.multiProcessorCount).c_str() : "");
     }
   }
   return {};

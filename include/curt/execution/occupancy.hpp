@@ -44,10 +44,9 @@ void set_max_dynamic_shared_memory(device d, void (*kernel)(Params...), std::siz
   std::size_t static_bytes = kernel_attributes(d, kernel).sharedSizeBytes;
   if (bytes > limit || static_bytes > limit - bytes)  // (no overflow for bytes near SIZE_MAX)
     detail::raise(cudaErrorInvalidValue,
-                  "curt::set_max_dynamic_shared_memory(" + std::to_string(bytes) + " B)",
-                  std::to_string(bytes) + " B + " + std::to_string(static_bytes) +
-                      " B static exceeds the device's limit of " + std::to_string(limit) +
-                      " B per block",
+                  detail::fmt("curt::set_max_dynamic_shared_memory(%zu B)", bytes),
+                  detail::fmt("%zu B + %zu B static exceeds the device's limit of %zu B per block",
+                              bytes, static_bytes, limit),
                   __FILE__, __LINE__);
   detail::set_kernel_attribute(d, detail::kernel_address(kernel),
                                cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes),
@@ -126,8 +125,8 @@ unsigned grid_to_fill_device(device d, void (*kernel)(Params...), int block_thre
       max_active_blocks_per_multiprocessor(d, kernel, block_threads, dynamic_shared_memory);
   if (per_sm == 0)
     detail::raise(cudaErrorInvalidConfiguration,
-                  "curt::grid_to_fill_device(" + std::to_string(block_threads) + " threads, " +
-                      std::to_string(dynamic_shared_memory) + " B)",
+                  detail::fmt("curt::grid_to_fill_device(%d threads, %zu B)", block_threads,
+                              dynamic_shared_memory),
                   "no block of this size fits on a multiprocessor", __FILE__, __LINE__);
   return static_cast<unsigned>(per_sm) * static_cast<unsigned>(d.multiprocessor_count());
 }

@@ -467,11 +467,9 @@ inline void stream::check_priority(curt::device d, int priority) {
   const auto [greatest, least] = d.stream_priority_range();
   if (CURT_UNLIKELY(priority < greatest || priority > least))
     detail::raise(cudaErrorInvalidValue,
-                  "curt::stream(device " + std::to_string(d.ordinal()) + ", priority " +
-                      std::to_string(priority) + ")",
-                  "priority " + std::to_string(priority) + " is outside the device's range [" +
-                      std::to_string(greatest) + ", " + std::to_string(least) +
-                      "] (lower numbers run first)",
+                  detail::fmt("curt::stream(device %d, priority %d)", d.ordinal(), priority),
+                  detail::fmt("priority %d is outside the device's range [%d, %d] (lower numbers "
+                              "run first)", priority, greatest, least),
                   __FILE__, __LINE__);
 }
 
@@ -525,7 +523,7 @@ class stream_timer {
   }
   void require_stopped(const char* operation) const {
     if (!stopped_)
-      detail::raise(cudaErrorNotReady, detail::cat({"curt::stream_timer::", operation}),
+      detail::raise(cudaErrorNotReady, detail::fmt("curt::stream_timer::%s", operation),
                     "the region has no end yet: call record_stop() (or stop()) first", __FILE__,
                     __LINE__);
   }

@@ -65,9 +65,9 @@ inline CUcontext begin_capture(cudaStream_t stream, capture_mode mode, cudaGraph
   }, context);
   if (CURT_UNLIKELY(status != cudaSuccess))
     throw_error(make_error_code(status),
-                target ? "cudaStreamBeginCaptureToGraph(stream, graph, " +
-                             std::to_string(after.size()) + " dependencies)"
-                       : cat({"cudaStreamBeginCapture(stream)"}),
+                target ? fmt("cudaStreamBeginCaptureToGraph(stream, graph, %zu dependencies)",
+                             after.size())
+                       : fmt("cudaStreamBeginCapture(stream)"),
                 __FILE__, __LINE__, [&] {
                   if (stream == cudaStreamLegacy)
                     return "the legacy default stream cannot be captured: capture a stream of "
@@ -107,11 +107,11 @@ inline cudaGraph_t end_capture(cudaStream_t stream, CUcontext context, bool& end
   throw_error(make_error_code(status), "cudaStreamEndCapture(stream)", __FILE__, __LINE__, [&] {
     std::string why =
         status == cudaErrorStreamCaptureInvalidated
-            ? cat({"the capture was invalidated by a call that cannot be captured (synchronizing "
-                   "or querying the capturing stream, an unsafe call such as cudaMalloc outside "
-                   "relaxed mode, a failed call on the stream)",
-                   into_target ? "" : ": no graph was made",
-                   "; the capture is ended and the stream is usable again"})
+            ? fmt("the capture was invalidated by a call that cannot be captured (synchronizing "
+                  "or querying the capturing stream, an unsafe call such as cudaMalloc outside "
+                  "relaxed mode, a failed call on the stream)%s; the capture is ended and the "
+                  "stream is usable again",
+                  into_target ? "" : ": no graph was made")
         : status == cudaErrorStreamCaptureUnjoined
             ? "work forked from the capturing stream onto another stream (through an event) was "
               "not joined back into it before the end"
@@ -143,7 +143,7 @@ inline bool abandon_capture(cudaStream_t stream, CUcontext context, bool into_ta
 // The explanation part of a cuda_error's message; empty when it has none.
 CURT_COLD inline std::string explanation_of(const cuda_error& error) {
   std::string what = error.what();
-  std::string head = error.call() + " failed: " + error.code().message() + ": ";
+  std::string head = fmt("%s failed: %s: ", error.call().c_str(), error.code().message().c_str());
   std::size_t tail = (error.where().empty() ? 0 : error.where().size() + 4) +
                      (error.driver_log().empty() ? 0 : error.driver_log().size() + 14);
   if (what.compare(0, head.size(), head) != 0 || what.size() < head.size() + tail) return {};
@@ -159,10 +159,10 @@ CURT_COLD inline void rethrow_if_capture_invalidated(cudaStream_t stream, CUcont
                           "invalidated the capture"
                         : "the capture is invalidated";
   why += owns_graph ? ": curt::capture ended it and discarded its graph"
-                    : cat({": curt::capture_to_graph ended it, and ", target_destroyed});
+                    : fmt(": curt::capture_to_graph ended it, and %s", target_destroyed);
   why += "; the stream is usable again";
   std::string own = explanation_of(error);
-  if (!own.empty()) why += " (" + own + ")";
+  if (!own.empty()) why += fmt(" (%s)", own.c_str());
   throw cuda_error(error.code(), error.call(), std::move(why), error.where(), error.driver_log());
 }
 struct capture_access {  // runs the work of capture() and capture_to_graph() in their scope
@@ -236,10 +236,10 @@ inline graph_node last_captured_node(stream_ref stream) {
   if (CURT_UNLIKELY(info.status != capture_status::active || info.dependencies.size() != 1))
     detail::raise(cudaErrorIllegalState, "curt::last_captured_node(stream)",
                   info.status != capture_status::active
-                      ? detail::cat({"the stream is not capturing"})
-                      : detail::cat({"the stream's next work depends on ",
-                                     std::to_string(info.dependencies.size()), " nodes, not one: "
-                                     "ask right after the work whose node you want"}),
+                      ? detail::fmt("the stream is not capturing")
+                      : detail::fmt("the stream's next work depends on %zu nodes, not one: ask "
+                                    "right after the work whose node you want",
+                                    info.dependencies.size()),
                   __FILE__, __LINE__);
   return info.dependencies[0].node;
 }

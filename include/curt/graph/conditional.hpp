@@ -91,13 +91,11 @@ class conditional_node : public graph_node {
   /// Body `index`: IF/ELSE's IF body (0) or ELSE body (1), SWITCH's case `index`.
   graph_ref body(unsigned index = 0) const {
     if (CURT_UNLIKELY(bodies_ == nullptr || index >= count_))
-      detail::raise(cudaErrorInvalidValue,
-                    "curt::conditional_node::body(" + std::to_string(index) + ")",
+      detail::raise(cudaErrorInvalidValue, detail::fmt("curt::conditional_node::body(%u)", index),
                     bodies_ == nullptr
-                        ? detail::cat({"this conditional_node is empty (default-constructed)"})
-                        : detail::cat({"a conditional ", kind_name(), " node has ",
-                                       std::to_string(count_), " bod", count_ == 1 ? "y" : "ies",
-                                       ", numbered from 0"}),
+                        ? detail::fmt("this conditional_node is empty (default-constructed)")
+                        : detail::fmt("a conditional %s node has %u bod%s, numbered from 0",
+                                      kind_name().c_str(), count_, count_ == 1 ? "y" : "ies"),
                     __FILE__, __LINE__);
     return graph_ref(bodies_[index]);
   }
@@ -105,8 +103,8 @@ class conditional_node : public graph_node {
   graph_ref else_body() const {
     if (CURT_UNLIKELY(kind_ != cudaGraphCondTypeIf || count_ != 2))
       detail::raise(cudaErrorInvalidValue, "curt::conditional_node::else_body()",
-                    "only an IF/ELSE node (add_if_else_node) has an ELSE body; this is a " +
-                        kind_name() + " node",
+                    detail::fmt("only an IF/ELSE node (add_if_else_node) has an ELSE body; this "
+                                "is a %s node", kind_name().c_str()),
                     __FILE__, __LINE__);
     return body(1);
   }

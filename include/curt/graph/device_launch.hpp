@@ -26,10 +26,10 @@ namespace detail {
 inline void require_device_launch_flags(unsigned long long flags, const char* operation) {
   if (CURT_LIKELY((flags & cudaGraphInstantiateFlagDeviceLaunch) != 0)) return;
   raise(cudaErrorInvalidValue, operation,
-        "this executable graph was not instantiated for device launch (its flags: " +
-            describe_instantiate_flags(flags) +
-            "), so no kernel can launch it: instantiate it with "
+        fmt("this executable graph was not instantiated for device launch (its flags: %s), "
+            "so no kernel can launch it: instantiate it with "
             "curt::instantiate_flags::device_launch",
+            describe_instantiate_flags(flags).c_str()),
         __FILE__, __LINE__);
 }
 }  // namespace detail
@@ -180,9 +180,8 @@ namespace detail {
 CURT_COLD inline std::string describe_parameter_size_mismatch(std::size_t index,
                                                               std::size_t device_size,
                                                               std::size_t host_size) {
-  return "parameter " + std::to_string(index) + " takes " + std::to_string(device_size) +
-         " bytes on the device but its C++ type has " + std::to_string(host_size) +
-         ": set_argument could not write it safely. Nothing was added";
+  return fmt("parameter %zu takes %zu bytes on the device but its C++ type has %zu: set_argument "
+             "could not write it safely. Nothing was added", index, device_size, host_size);
 }
 // The kernel's parameters' offsets (in relaxed capture mode: spoiling no capture). In a context.
 template <class... Params>
@@ -194,7 +193,7 @@ void query_parameter_offsets(const void* kernel, unsigned* offsets, const char* 
     check(cudaFuncGetParamInfo(kernel, i, &offset, &size), "cudaFuncGetParamInfo",
           {"kernel", {"parameter", static_cast<long long>(i)}}, __FILE__, __LINE__);
     if (CURT_UNLIKELY(size != sizes[i]))
-      raise(cudaErrorInvalidValue, std::string(function) + "(" + kernel_name(kernel) + ")",
+      raise(cudaErrorInvalidValue, fmt("%s(%s)", function, kernel_name(kernel).c_str()),
             describe_parameter_size_mismatch(i, size, sizes[i]), __FILE__, __LINE__);
     offsets[i] = static_cast<unsigned>(offset);
   }
@@ -203,8 +202,8 @@ void query_parameter_offsets(const void* kernel, unsigned* offsets, const char* 
 inline cudaGraphDeviceNode_t make_node_device_updatable(cudaGraphNode_t node, const void* kernel) {
   cudaError_t status = set_device_updatable(node);
   if (CURT_UNLIKELY(status != cudaSuccess)) {
-    std::string call = "cudaGraphKernelNodeSetAttribute(kernel node of " + kernel_name(kernel) +
-                       ", device-updatable)";
+    std::string call = fmt("cudaGraphKernelNodeSetAttribute(kernel node of %s, device-updatable)",
+                           kernel_name(kernel).c_str());
     (void)cudaGraphDestroyNode(node);
     throw_error(make_error_code(status), std::move(call), __FILE__, __LINE__,
                 "CUDA refused to make the kernel node device-updatable, so the node was removed "
@@ -219,8 +218,8 @@ inline std::pair<cudaGraphNode_t, cudaGraphDeviceNode_t> captured_device_node(
                                              "the stream's capture ended during the launch");
   if (CURT_UNLIKELY(point.count != 1))
     raise(cudaErrorUnknown, "curt::launch_device_updatable",
-          "the launch was captured, but the stream's capture does not end in that one node (" +
-              std::to_string(point.count) + " dependencies): its handle cannot be found",
+          fmt("the launch was captured, but the stream's capture does not end in that one node "
+              "(%zu dependencies): its handle cannot be found", point.count),
           __FILE__, __LINE__);
   cudaLaunchAttributeValue read{};
   if (cudaGraphKernelNodeGetAttribute(point.nodes[0], cudaLaunchAttributeDeviceUpdatableKernelNode,

@@ -88,7 +88,7 @@ CURT_COLD inline std::string describe_instantiate_flags(unsigned long long flags
                                           "use_node_priority"};  // bits 1, 2, 4, 8
   std::string text;
   for (unsigned bit = 0; bit < 4; ++bit)
-    if (flags & (1ull << bit)) text += (text.empty() ? "" : " | ") + std::string(names[bit]);
+    if (flags & (1ull << bit)) text += fmt("%s%s", text.empty() ? "" : " | ", names[bit]);
   if (flags & ~0xfull) {
     char rest[32];
     std::snprintf(rest, sizeof rest, "%s0x%llx", text.empty() ? "" : " | ", flags & ~0xfull);
@@ -102,7 +102,7 @@ inline unsigned long long native_instantiate_flags(instantiate_flags flags) {
   if (has_flag(flags, instantiate_flags::device_launch) &&
       has_flag(flags, instantiate_flags::auto_free_on_launch))
     raise(cudaErrorInvalidValue,
-          "curt::graph::instantiate(" + describe_instantiate_flags(native) + ")",
+          fmt("curt::graph::instantiate(%s)", describe_instantiate_flags(native).c_str()),
           "a graph instantiated for device launch cannot free memory on launch: CUDA refuses "
           "device_launch with auto_free_on_launch; drop one of them (nothing was called)",
           __FILE__, __LINE__);
@@ -133,7 +133,7 @@ CURT_COLD inline std::string describe_node(cudaGraphNode_t node) {
   std::snprintf(address, sizeof address, " node %p", static_cast<void*>(node));
   cudaGraphNodeType type = cudaGraphNodeTypeCount;
   if (node && cudaGraphNodeGetType(node, &type) != cudaSuccess) type = cudaGraphNodeTypeCount;
-  return node ? node_type_name(type) + std::string(address) : std::string();
+  return node ? fmt("%s%s", node_type_name(type), address) : std::string();
 }
 // Counts single_exec_nodes in `graph` and its child graphs; `found`: `node` is one of them.
 CURT_COLD inline single_exec_nodes census(cudaGraph_t graph, cudaGraphNode_t node = nullptr,
@@ -262,8 +262,8 @@ class graph_ref {
     cudaError_t status = cudaGraphDebugDotPrint(g, path.c_str(), static_cast<unsigned>(flags));
     if (CURT_UNLIKELY(status != cudaSuccess))
       detail::throw_error(make_error_code(status),
-                          "cudaGraphDebugDotPrint(graph, \"" + path + "\", flags " +
-                              std::to_string(static_cast<unsigned>(flags)) + ")",
+                          detail::fmt("cudaGraphDebugDotPrint(graph, \"%s\", flags %u)",
+                                      path.c_str(), static_cast<unsigned>(flags)),
                           __FILE__, __LINE__,
                           "could not write the DOT file (does its directory exist, and may this "
                           "process write there?)");
@@ -414,9 +414,9 @@ class graph_exec_ref {
     std::size_t updatable = detail::diagnose(
         [&] { return detail::census(from).device_updatable; }, detail::any_context);
     if (!updatable) return {};
-    return "the graph updated from holds " + std::to_string(updatable) +
-           " device-updatable kernel node(s): CUDA updates no executable graph from such a "
-           "graph, nor one instantiated from one (instantiate anew)";
+    return detail::fmt("the graph updated from holds %zu device-updatable kernel node(s): CUDA "
+                       "updates no executable graph from such a graph, nor one instantiated from "
+                       "one (instantiate anew)", updatable);
   }
   [[noreturn]] CURT_COLD static void throw_update_refused(const graph_update_result& refused,
                                                          cudaGraph_t from) {
@@ -427,7 +427,7 @@ class graph_exec_ref {
       std::string text = detail::describe_update_refusal(refused.result, named(refused.node),
                                                          named(refused.from_node));
       std::string note = device_updatable_note(from);
-      return note.empty() ? text : text + "; " + note;
+      return note.empty() ? text : detail::fmt("%s; %s", text.c_str(), note.c_str());
     };
     detail::throw_error(make_error_code(cudaErrorGraphExecUpdateFailure),
                         "cudaGraphExecUpdate(exec, graph)", __FILE__, __LINE__, why);
@@ -509,15 +509,15 @@ CURT_COLD inline std::string explain_instantiation(const cudaGraphInstantiatePar
   const cudaGraphNode_t blamed = params.errNode_out;
   bool found = false;
   single_exec_nodes held = census(graph, blamed, &found);
-  std::string text = blamed ? "; error node: " + describe_node(blamed)
-                            : cat({"; the driver names no node"});
+  std::string text = blamed ? fmt("; error node: %s", describe_node(blamed).c_str())
+                            : fmt("; the driver names no node");
   // A blamed node that is none of the graph's own (nor its child graphs') lies in a body.
   cudaGraphNodeType type = cudaGraphNodeTypeCount;
   if (blamed && cudaGraphNodeGetType(blamed, &type) != cudaSuccess) type = cudaGraphNodeTypeCount;
   if (held.conditional && (!found || type == cudaGraphNodeTypeConditional))
-    text += std::string(blamed && !found ? ", which lies in a conditional body" : "") +
-            "; a conditional body holds only " + kinds_with(&node_kind::in_body) +
-            ", in its child graphs too (CUDA refuses others)";
+    text += fmt("%s; a conditional body holds only %s, in its child graphs too (CUDA refuses "
+                "others)", blamed && !found ? ", which lies in a conditional body" : "",
+                kinds_with(&node_kind::in_body).c_str());
   return text + describe_single_exec(held);
 }
 
@@ -538,9 +538,9 @@ inline graph graph_ref::clone() const {
       detail::single_exec_nodes held =
           detail::diagnose([&] { return detail::census(g); }, detail::any_context);
       if (!held.memory && !held.conditional) return std::string();
-      return "the graph holds " + std::to_string(held.memory + held.conditional) +
-             " memory allocation, memory free or conditional nodes, and CUDA cannot clone such a "
-             "graph: build or capture it again instead";
+      return detail::fmt("the graph holds %zu memory allocation, memory free or conditional "
+                         "nodes, and CUDA cannot clone such a graph: build or capture it again "
+                         "instead", held.memory + held.conditional);
     });
   return graph::from_native_handle(copy);
 }
@@ -567,8 +567,8 @@ inline graph_exec graph_ref::instantiate_with(instantiate_flags flags, cudaStrea
   }();
   if (CURT_UNLIKELY(status != cudaSuccess))
     detail::throw_error(make_error_code(status),
-                        "cudaGraphInstantiateWithParams(graph, flags " +
-                            detail::describe_instantiate_flags(params.flags) + ")",
+                        detail::fmt("cudaGraphInstantiateWithParams(graph, flags %s)",
+                                    detail::describe_instantiate_flags(params.flags).c_str()),
                         __FILE__, __LINE__, [&] {
                           return detail::describe_result(detail::instantiate_results,
                                                          params.result_out,

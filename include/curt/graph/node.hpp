@@ -39,7 +39,7 @@ class graph_node {
  private:
   cudaGraphNode_t checked(const char* operation) const {
     if (CURT_UNLIKELY(node_ == nullptr))
-      detail::raise(cudaErrorInvalidValue, detail::cat({"curt::graph_node::", operation}),
+      detail::raise(cudaErrorInvalidValue, detail::fmt("curt::graph_node::%s", operation),
                     "this graph_node is null (default-constructed): it names no node", __FILE__,
                     __LINE__);
     return node_;
@@ -149,8 +149,8 @@ inline void check_dependencies(const node_dependencies& dependencies, const char
   for (std::size_t i = 0; i < dependencies.size(); ++i)
     if (CURT_UNLIKELY(dependencies.nodes()[i] == nullptr))
       raise(cudaErrorInvalidValue, operation,
-            "dependency " + std::to_string(i) +
-                " is a null node (a default-constructed graph_node?). Nothing was added",
+            fmt("dependency %zu is a null node (a default-constructed graph_node?). Nothing was "
+                "added", i),
             __FILE__, __LINE__);
 }
 

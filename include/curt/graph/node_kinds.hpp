@@ -16,9 +16,10 @@
 namespace curt::detail {
 
 CURT_COLD inline std::string kernel_shape(const cudaGraphNodeParams& p) {
-  return "(" + kernel_name(static_cast<const void*>(p.kernel.func)) + ", grid " +
-         dims_text(p.kernel.gridDim) + ", block " + dims_text(p.kernel.blockDim) + ", " +
-         std::to_string(p.kernel.sharedMemBytes) + " B dynamic shared memory)";
+  return fmt("(%s, grid %s, block %s, %u B dynamic shared memory)",
+             kernel_name(static_cast<const void*>(p.kernel.func)).c_str(),
+             dims_text(p.kernel.gridDim).c_str(), dims_text(p.kernel.blockDim).c_str(),
+             p.kernel.sharedMemBytes);
 }
 CURT_COLD inline std::string child_shape(const cudaGraphNodeParams& p) {
   return p.graph.ownership == cudaGraphChildGraphOwnershipMove ? "(child graph, moved in)"
@@ -76,17 +77,17 @@ CURT_COLD inline std::string kinds_with(bool node_kind::*column) {
   std::string text, last;
   for (const node_kind& k : node_kinds) {
     if (!(k.*column)) continue;
-    if (!last.empty()) text += (text.empty() ? "" : ", ") + last;
+    if (!last.empty()) text += fmt("%s%s", text.empty() ? "" : ", ", last.c_str());
     last = k.name;
     for (char& c : last) c = c == ' ' ? '-' : c;  // "child-graph"
   }
-  return (text.empty() ? last : text + " and " + last) + " nodes";
+  return text.empty() ? last + " nodes" : fmt("%s and %s nodes", text.c_str(), last.c_str());
 }
 /// "curt::add_kernel_node(saxpy(float, float*), grid 4x1x1, ...)", "curt::add_empty_node()".
 CURT_COLD inline std::string describe_node_params(const char* function,
                                                   const cudaGraphNodeParams& p) {
   auto shape = kind_of(p.type).shape;
-  return cat({function, shape ? shape(p) : cat({"()"})});
+  return fmt("%s%s", function, shape ? shape(p).c_str() : "()");
 }
 /// cudaGraphNodeParams of `type`, every byte zero (CUDA requires the unused ones to be).
 inline cudaGraphNodeParams node_params(cudaGraphNodeType type) noexcept {
@@ -125,17 +126,16 @@ CURT_COLD inline std::string kernel_node_attribute_refusal(cudaLaunchAttributeID
           "programmatic dependent launch is an edge; give the producer among the dependencies as "
           "curt::programmatic_edge(producer)";
   else if (id == cudaLaunchAttributeProgrammaticEvent)
-    why = "a programmatic" + edge + "programmatic_edge(node)";
+    why = fmt("a programmatic%sprogrammatic_edge(node)", edge.c_str());
   else if (id == cudaLaunchAttributeLaunchCompletionEvent)
-    why = "a launch-completion" + edge + "launch_completion_edge(node)";
+    why = fmt("a launch-completion%slaunch_completion_edge(node)", edge.c_str());
   else if (id == cudaLaunchAttributePreferredSharedMemoryCarveout)
     why = "the preferred shared-memory carveout is no kernel node attribute in CUDA 13.0 "
           "(launches only): set it on the kernel with curt::set_preferred_shared_memory_carveout";
   else if (id == cudaLaunchAttributeSynchronizationPolicy)
     why = "the synchronization policy is a stream attribute, not a kernel node's";
   else
-    why = "launch attribute " + std::to_string(static_cast<int>(id)) +
-          " is not one CUDA 13.0 takes on kernel nodes";
+    why = fmt("launch attribute %d is not one CUDA 13.0 takes on kernel nodes", int(id));
   return why + ". Nothing was added";
 }
 // Refuses attributes a kernel node (an executable graph's, `updating`: any) does not take.
@@ -154,8 +154,8 @@ inline void check_kernel_config(const launch_config& config, const char* operati
   }
   if (CURT_UNLIKELY(config.dynamic_shared_memory_bytes() > UINT_MAX))
     raise(cudaErrorInvalidValue, operation,
-          std::to_string(config.dynamic_shared_memory_bytes()) +
-              " B of dynamic shared memory do not fit a kernel node's 32-bit field",
+          fmt("%zu B of dynamic shared memory do not fit a kernel node's 32-bit field",
+              config.dynamic_shared_memory_bytes()),
           __FILE__, __LINE__);
 }
 inline void check_kernel_node_config(const launch_config& config, const char* operation) {
@@ -236,14 +236,12 @@ cudaGraphNodeParams typed_memcpy_params(Dst& dst, const Src& src, const char* op
   const auto n = static_cast<std::size_t>(dst.size()), m = static_cast<std::size_t>(src.size());
   if (CURT_UNLIKELY(n != m))
     raise(cudaErrorInvalidValue,
-          cat({"curt::", operation, "(destination of ", std::to_string(n),
-               " elements, source of ", std::to_string(m), " elements)"}),
-          "the sizes differ: the destination holds " + std::to_string(n) + " elements (" +
-              std::to_string(n * size) + " bytes), the source " + std::to_string(m) + " (" +
-              std::to_string(m * size) + " bytes); copy equal sizes",
+          fmt("curt::%s(destination of %zu elements, source of %zu elements)", operation, n, m),
+          fmt("the sizes differ: the destination holds %zu elements (%zu bytes), the source %zu "
+              "(%zu bytes); copy equal sizes", n, n * size, m, m * size),
           __FILE__, __LINE__);
   if (CURT_UNLIKELY(n == 0))
-    raise(cudaErrorInvalidValue, cat({"curt::", operation, "(0 elements)"}),
+    raise(cudaErrorInvalidValue, fmt("curt::%s(0 elements)", operation),
           "a memcpy node copies at least one element (CUDA refuses an empty copy); add an empty "
           "node where a placeholder is needed",
           __FILE__, __LINE__);
@@ -254,7 +252,7 @@ cudaGraphNodeParams typed_memcpy_params(Dst& dst, const Src& src, const char* op
 inline cudaGraphNodeParams fill_node_params(void* dst, std::size_t count, const void* value,
                                             std::size_t size, const char* operation) {
   if (CURT_UNLIKELY(count == 0))
-    raise(cudaErrorInvalidValue, cat({"curt::", operation, "(0 elements)"}),
+    raise(cudaErrorInvalidValue, fmt("curt::%s(0 elements)", operation),
           "a memset node writes at least one element (CUDA refuses an empty one); add an empty "
           "node where a placeholder is needed",
           __FILE__, __LINE__);
@@ -265,14 +263,12 @@ inline cudaGraphNodeParams fill_node_params(void* dst, std::size_t count, const 
   if (same < size && (size == 2 || size == 4) && reinterpret_cast<std::uintptr_t>(dst) % size == 0)
     std::memcpy(&pattern, bytes, size);  // little-endian: the element's value
   else if (same < size)
-    raise(cudaErrorInvalidValue,
-          cat({"curt::", operation, "(", std::to_string(size), "-byte value)"}),
+    raise(cudaErrorInvalidValue, fmt("curt::%s(%zu-byte value)", operation, size),
           size == 2 || size == 4
-              ? "the range is not aligned to its " + std::to_string(size) +
-                    "-byte elements, which a 2- or 4-byte memset node needs; a kernel node can "
-                    "fill it"
-              : cat({"a memset node writes 1-, 2- or 4-byte patterns, and this value's bytes "
-                     "differ; a kernel node can fill it"}),
+              ? fmt("the range is not aligned to its %zu-byte elements, which a 2- or 4-byte "
+                    "memset node needs; a kernel node can fill it", size)
+              : fmt("a memset node writes 1-, 2- or 4-byte patterns, and this value's bytes "
+                    "differ; a kernel node can fill it"),
           __FILE__, __LINE__);
   const std::size_t element = same == size ? 1 : size;
   cudaGraphNodeParams p = node_params(cudaGraphNodeTypeMemset);
@@ -413,21 +409,22 @@ inline constexpr result_text update_results[] = {
 template <std::size_t N>
 CURT_COLD std::string describe_result(const result_text (&rows)[N], std::size_t i,
                                       const char* call) {
-  if (i >= N) return cat({"an unknown ", call, " result (", std::to_string(i), ")"});
-  std::string text = cat({call, rows[i].name});
+  if (i >= N) return fmt("an unknown %s result (%zu)", call, i);
+  std::string text = fmt("%s%s", call, rows[i].name);
   if (rows[i].reason == nullptr)
-    return text + ": a node does what a graph launched from the device cannot (it holds only " +
-           kinds_with(&node_kind::device_launch) + ", and no dynamic parallelism)";
-  return *rows[i].reason ? text + ": " + rows[i].reason : text;
+    return fmt("%s: a node does what a graph launched from the device cannot (it holds only %s, "
+               "and no dynamic parallelism)", text.c_str(),
+               kinds_with(&node_kind::device_launch).c_str());
+  return *rows[i].reason ? fmt("%s: %s", text.c_str(), rows[i].reason) : text;
 }
 // "<result name>: <reason>", then the nodes the driver named, if any.
 CURT_COLD inline std::string describe_update_refusal(cudaGraphExecUpdateResult result,
                                                      const std::string& node,
                                                      const std::string& from_node) {
   std::string text = describe_result(update_results, result, "cudaGraphExecUpdate");
-  if (node.empty()) return text + "; the driver names no node";
-  text += "; the node in the new graph: " + node;
-  if (!from_node.empty()) text += ", whose dependency on " + from_node + " does not match";
+  if (node.empty()) return fmt("%s; the driver names no node", text.c_str());
+  text += fmt("; the node in the new graph: %s", node.c_str());
+  if (!from_node.empty()) text += fmt(", whose dependency on %s does not match", from_node.c_str());
   return text;
 }
 // What makes CUDA allow a graph one executable graph at a time.
@@ -438,26 +435,25 @@ struct single_exec_nodes {
 CURT_COLD inline std::string describe_single_exec(const single_exec_nodes& nodes) {
   std::string held;
   auto add = [&](std::size_t count, const char* what) {
-    if (count) held += (held.empty() ? "" : ", ") + std::to_string(count) + " " + what;
+    if (count) held += fmt("%s%zu %s", held.empty() ? "" : ", ", count, what);
   };
   add(nodes.conditional, "conditional node(s)");
   add(nodes.memory, "memory allocation or free node(s)");
   add(nodes.device_updatable, "device-updatable kernel node(s)");
   if (held.empty()) return {};
-  return "; the graph holds " + held +
-         ": CUDA allows such a graph only one executable graph at a time, so if another one "
-         "exists, destroy it first" +
-         (nodes.device_updatable ? "" : " (or update it from this graph: graph_exec::update)");
+  return fmt("; the graph holds %s: CUDA allows such a graph only one executable graph at a time, "
+             "so if another one exists, destroy it first%s", held.c_str(),
+             nodes.device_updatable ? "" : " (or update it from this graph: graph_exec::update)");
 }
 /// Refuses a copy of a graph with device-updatable nodes (which the handles do not name).
 inline void refuse_device_updatable_count(std::size_t updatable, const char* operation,
                                           const char* remedy) {
   if (CURT_LIKELY(updatable == 0)) return;
   raise(cudaErrorNotSupported, operation,
-        "the graph holds " + std::to_string(updatable) +
-            " device-updatable kernel node(s): a copy's nodes are not the ones their device "
-            "handles (updatable_kernel_node::device_handle()) name, so changes made from the "
-            "device would never reach the copy; " + remedy + ". Nothing was copied",
+        fmt("the graph holds %zu device-updatable kernel node(s): a copy's nodes are not the ones "
+            "their device handles (updatable_kernel_node::device_handle()) name, so changes made "
+            "from the device would never reach the copy; %s. Nothing was copied", updatable,
+            remedy),
         __FILE__, __LINE__);
 }
 

@@ -19,8 +19,8 @@ namespace detail {
 inline void check_enable_type(cudaGraphNodeType type, const char* operation) {
   if (CURT_LIKELY(kind_of(type).toggles)) return;
   raise(cudaErrorInvalidValue, operation,
-        "only " + kinds_with(&node_kind::toggles) + " can be enabled and disabled, and this is a " +
-            node_type_name(type) + " node. Nothing was changed",
+        fmt("only %s can be enabled and disabled, and this is a %s node. Nothing was changed",
+            kinds_with(&node_kind::toggles).c_str(), node_type_name(type)),
         __FILE__, __LINE__);
 }
 [[noreturn]] CURT_COLD inline void throw_update_error(cudaError_t status, graph_node node,
@@ -34,8 +34,8 @@ inline void check_enable_type(cudaGraphNodeType type, const char* operation) {
                     return "is the node one of the graph the executable graph was instantiated "
                            "from, and does that graph still hold it?";
                   if (type != params.type)
-                    return cat({"the node is a ", node_type_name(type), " node, not a ",
-                                node_type_name(params.type), " node"});
+                    return fmt("the node is a %s node, not a %s node", node_type_name(type),
+                               node_type_name(params.type));
                   return kind_of(type).update_rule ? kind_of(type).update_rule : "";
                 }, any_context);
               });
@@ -43,7 +43,7 @@ inline void check_enable_type(cudaGraphNodeType type, const char* operation) {
 // The executable graph's handle for `function` ("curt::update_kernel_node"); refuses a null node.
 inline cudaGraphExec_t prepare_update(graph_exec_ref exec, graph_node node, const char* function) {
   if (CURT_UNLIKELY(!exec.valid()))
-    (void)graph_access::handle(exec, (std::string(function + 6) + "()").c_str());
+    (void)graph_access::handle(exec, fmt("%s()", function + 6).c_str());
   require_node(node, function);
   return exec.get();
 }

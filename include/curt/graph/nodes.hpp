@@ -42,8 +42,7 @@ namespace detail {
 // The graph's handle for `function` ("curt::add_kernel_node"); refuses null dependencies.
 inline cudaGraph_t prepare_node(graph_ref g, const node_dependencies& dependencies,
                                 const char* function) {
-  if (CURT_UNLIKELY(!g.valid()))
-    (void)graph_access::handle(g, (std::string(function + 6) + "()").c_str());
+  if (CURT_UNLIKELY(!g.valid())) (void)graph_access::handle(g, fmt("%s()", function + 6).c_str());
   check_dependencies(dependencies, function);
   return g.get();
 }
@@ -58,34 +57,35 @@ CURT_COLD inline std::string explain_add_node_failure(cudaGraph_t graph,
   const cudaGraphEdgeData* data = dependencies.data();
   for (std::size_t i = 0; i < dependencies.size(); ++i) {
     const cudaGraphNode_t d = dependencies.nodes()[i];
-    const std::string which = "dependency " + std::to_string(i);
+    const std::string which = fmt("dependency %zu", i);
     for (std::size_t j = 0; j < i; ++j)
       if (dependencies.nodes()[j] == d)
-        return which + " repeats dependency " + std::to_string(j) + ": name each node once";
+        return fmt("%s repeats dependency %zu: name each node once", which.c_str(), j);
     bool in_graph = !listed;
     for (cudaGraphNode_t node : nodes) in_graph = in_graph || node == d;
-    if (!in_graph) return which + " (" + describe_node(d) + ") is not a node of this graph";
+    if (!in_graph)
+      return fmt("%s (%s) is not a node of this graph", which.c_str(), describe_node(d).c_str());
     cudaGraphNodeType from = cudaGraphNodeTypeCount;
     if (!data || (data[i].type == cudaGraphDependencyTypeDefault && !data[i].from_port)) continue;
     if (cudaGraphNodeGetType(d, &from) != cudaSuccess) from = cudaGraphNodeTypeCount;
     if (from != cudaGraphNodeTypeKernel || p.type != cudaGraphNodeTypeKernel)
-      return which + " is a programmatic or launch-completion edge, which joins two kernel nodes; "
-             "here it joins " + node_type_name(from) + " node -> " + node_type_name(p.type) +
-             " node";
+      return fmt("%s is a programmatic or launch-completion edge, which joins two kernel nodes; "
+                 "here it joins %s node -> %s node", which.c_str(), node_type_name(from),
+                 node_type_name(p.type));
   }
   const single_exec_nodes child = p.type == cudaGraphNodeTypeGraph ? census(p.graph.graph)
                                                                    : single_exec_nodes{};
   if (child.conditional)
-    return "the child graph holds " + std::to_string(child.conditional) +
-           " conditional node(s), and CUDA cannot embed such a graph as a child: add its work to "
-           "this graph directly (its conditional nodes too)";
+    return fmt("the child graph holds %zu conditional node(s), and CUDA cannot embed such a graph "
+               "as a child: add its work to this graph directly (its conditional nodes too)",
+               child.conditional);
   if (child.memory)
-    return "the child graph holds " + std::to_string(child.memory) +
-           " memory allocation or free node(s), which CUDA embeds only when the parent takes the "
-           "child over, and only once: pass it as std::move(child) (a curt::graph)";
+    return fmt("the child graph holds %zu memory allocation or free node(s), which CUDA embeds "
+               "only when the parent takes the child over, and only once: pass it as "
+               "std::move(child) (a curt::graph)", child.memory);
   if (!allowed_in_conditional_body(p.type))
-    return "if this graph is a conditional body: a conditional body holds only " +
-           kinds_with(&node_kind::in_body) + ", in its child graphs too";
+    return fmt("if this graph is a conditional body: a conditional body holds only %s, in its "
+               "child graphs too", kinds_with(&node_kind::in_body).c_str());
   return {};
 }
 /// Adds the node `params` describes (cudaGraphAddNode, with edge data).
@@ -155,8 +155,7 @@ allocation_node<T> add_allocation_node(graph_ref g, const node_dependencies& dep
   cudaGraph_t graph = prepare_node(g, dependencies, function);
   if (CURT_UNLIKELY(count == 0 || count > static_cast<std::size_t>(-1) / sizeof(T)))
     raise(cudaErrorInvalidValue,
-          "curt::add_allocation_node(" + std::to_string(count) + " elements of " +
-              std::to_string(sizeof(T)) + " bytes)",
+          fmt("curt::add_allocation_node(%zu elements of %zu bytes)", count, sizeof(T)),
           count == 0 ? "an allocation node allocates at least one element"
                      : "the size in bytes overflows",
           __FILE__, __LINE__);

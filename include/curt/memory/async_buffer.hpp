@@ -29,7 +29,7 @@ inline free_place place_for(stream_ref stream, const char* operation) {
   const cudaStream_t s = stream.get();
   if (CURT_LIKELY(!is_default_stream_handle(s))) return {stream, nullptr};
   if (green_context_current())
-    raise(cudaErrorNotSupported, std::string(operation) + " on a default stream",
+    raise(cudaErrorNotSupported, fmt("%s on a default stream", operation),
           "a green context is current: the buffer would be freed in it, and a green context may "
           "be destroyed before the buffer (a curt::green_context goes with its owner and "
           "streams); allocate on a stream of the green context (green_context::make_stream()), "
@@ -87,7 +87,7 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
     (void)detail::checked_bytes<T>(count, "async_buffer", "adopt");
     if (data == nullptr && count != 0)
       detail::raise(cudaErrorInvalidValue,
-                    "curt::async_buffer::adopt(null, " + std::to_string(count) + ", stream)",
+                    detail::fmt("curt::async_buffer::adopt(null, %zu, stream)", count),
                     "a null pointer can only be adopted with a count of 0", __FILE__, __LINE__);
     return async_buffer(data, count, detail::place_for(stream, "curt::async_buffer::adopt"));
   }

@@ -84,23 +84,21 @@ class batch_entries {
   // Refuses the entry being added, "call(copy #3)"; no CUDA call.
   [[noreturn]] CURT_COLD void refuse(const char* call, const char* entry,
                                      std::string explanation) const {
-    raise(cudaErrorInvalidValue,
-          std::string(call) + "(" + entry + " #" + std::to_string(added_) + ")",
-          std::move(explanation), __FILE__, __LINE__);
+    raise(cudaErrorInvalidValue, fmt("%s(%s #%zu)", call, entry, added_), std::move(explanation),
+          __FILE__, __LINE__);
   }
   // count * size, refused when it does not fit in size_t.
   std::size_t entry_bytes(const char* call, const char* entry, std::size_t count,
                           std::size_t size, const char* what) const {
     if (CURT_UNLIKELY(size != 0 && count > SIZE_MAX / size))
-      refuse(call, entry, std::to_string(count) + " " + what + " of " + std::to_string(size) +
-                              " bytes overflow size_t");
+      refuse(call, entry, fmt("%zu %s of %zu bytes overflow size_t", count, what, size));
     return count * size;
   }
   // submit()'s stream: not the legacy default one, which CUDA refuses without saying why.
   static cudaStream_t checked_stream(stream_ref stream, const char* call) {
     cudaStream_t handle = stream.get();  // throws for an empty, moved-from or released owner
     if (CURT_UNLIKELY(handle == cudaStreamLegacy))
-      raise(cudaErrorInvalidValue, std::string(call) + "(legacy default stream)",
+      raise(cudaErrorInvalidValue, fmt("%s(legacy default stream)", call),
             "CUDA refuses batched operations on the legacy default stream; use a created stream "
             "or curt::stream_ref::per_thread_default()",
             __FILE__, __LINE__);
@@ -112,7 +110,7 @@ class batch_entries {
     check(cudaStreamGetCaptureInfo(stream, &status), "cudaStreamGetCaptureInfo(stream)", __FILE__,
           __LINE__);
     if (CURT_UNLIKELY(status == cudaStreamCaptureStatusInvalidated))
-      raise(cudaErrorStreamCaptureInvalidated, std::string(call) + "(capturing stream)",
+      raise(cudaErrorStreamCaptureInvalidated, fmt("%s(capturing stream)", call),
             "the stream's capture was invalidated by an earlier error; end the capture "
             "(cudaStreamEndCapture) before using the stream again",
             __FILE__, __LINE__);

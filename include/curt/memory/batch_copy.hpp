@@ -66,7 +66,7 @@ inline std::string to_string(source_access order) {
     case source_access::during_api_call: return "during_api_call";
     case source_access::any: return "any";
   }
-  return "invalid (" + std::to_string(static_cast<int>(order)) + ")";
+  return detail::fmt("invalid (%d)", static_cast<int>(order));
 }
 
 /// How one copy of a batch runs: its source access order, location hints (used by CUDA for
@@ -140,10 +140,9 @@ class copy_batch_base : public batch_entries {
     if (CURT_UNLIKELY(status != 0)) {
       const std::error_code code(status, driver_category());
       if (failed >= self.count())
-        throw_error(code, std::string(Batch::driver_call) + "(" + std::to_string(self.count()) +
-                              " copies, stream)",
+        throw_error(code, fmt("%s(%zu copies, stream)", Batch::driver_call, self.count()),
                     __FILE__, __LINE__, "the driver names no copy: the failure concerns the batch");
-      throw_error(code, std::string(Batch::driver_call) + ": " + describe_copy(failed), __FILE__,
+      throw_error(code, fmt("%s: %s", Batch::driver_call, describe_copy(failed).c_str()), __FILE__,
                   __LINE__,
                   self.destination(failed) == nullptr ? "the destination is null"
                   : self.source(failed) == nullptr    ? "the source is null"
@@ -156,9 +155,10 @@ class copy_batch_base : public batch_entries {
   void check_order(const char* call, source_access order) const {
     if (CURT_UNLIKELY(order != source_access::stream && order != source_access::during_api_call &&
                       order != source_access::any))
-      refuse(call, "copy", "source access order " + to_string(order) +
-                               " is not one of curt::source_access::stream, during_api_call, any "
-                               "(CUDA requires one for every copy)");
+      refuse(call, "copy",
+             fmt("source access order %s is not one of curt::source_access::stream, "
+                 "during_api_call, any (CUDA requires one for every copy)",
+                 to_string(order).c_str()));
   }
   void added(source_access order) noexcept {
     waits_for_sources_ = waits_for_sources_ || order == source_access::during_api_call;
@@ -172,8 +172,8 @@ class copy_batch_base : public batch_entries {
  private:
   CURT_COLD std::string describe_copy(std::size_t i) const {
     const Batch& self = static_cast<const Batch&>(*this);
-    return "copy #" + std::to_string(number(i)) + " of " + std::to_string(added_) + " (dst " +
-           self.describe(i) + ", source access " + to_string(self.order(i)) + ")";
+    return fmt("copy #%zu of %zu (dst %s, source access %s)", number(i), added_,
+               self.describe(i).c_str(), to_string(self.order(i)).c_str());
   }
 
   void submit_captured(cudaStream_t stream) const {
@@ -181,7 +181,7 @@ class copy_batch_base : public batch_entries {
     for (std::size_t i = 0; waits_for_sources_ && i < self.count(); ++i)
       if (self.order(i) == source_access::during_api_call)
         raise(cudaErrorStreamCaptureUnsupported,
-              std::string(Batch::submit_call) + "(capturing stream): " + describe_copy(i),
+              fmt("%s(capturing stream): %s", Batch::submit_call, describe_copy(i).c_str()),
               "a graph reads a copy's source each time it runs, but a source read with "
               "source_access::during_api_call may be gone once submit() returns; use "
               "source_access::stream (or any) and keep the source alive while the graph is "
@@ -191,7 +191,7 @@ class copy_batch_base : public batch_entries {
       const cudaError_t status = self.add_node(i, stream);
       if (CURT_UNLIKELY(status != cudaSuccess))
         throw_error(make_error_code(status),
-                    std::string(Batch::node_call) + "(capturing stream) for " + describe_copy(i),
+                    fmt("%s(capturing stream) for %s", Batch::node_call, describe_copy(i).c_str()),
                     __FILE__, __LINE__,
                     "the nodes of the copies before it are in the graph, unless the failure "
                     "invalidated the capture (then end it, cudaStreamEndCapture, and discard it)");
@@ -208,8 +208,7 @@ class copy_batch_base : public batch_entries {
     }();
     if (CURT_UNLIKELY(status != cudaSuccess))
       throw_error(make_error_code(status),
-                  std::string(Batch::submit_call) + ": cudaStreamSynchronize(stream)", __FILE__,
-                  __LINE__,
+                  fmt("%s: cudaStreamSynchronize(stream)", Batch::submit_call), __FILE__, __LINE__,
                   "the wait for the during_api_call copies' sources to be read (CUDA 13.0 reads "
                   "some after the call returns) found an error of the stream's work");
   }
@@ -241,10 +240,10 @@ class copy_batch : public detail::copy_batch_base<copy_batch> {
                   "curt::copy_batch::add: destination and source element types differ");
     const auto count = static_cast<std::size_t>(destination.size());
     if (CURT_UNLIKELY(count != static_cast<std::size_t>(source.size())))
-      refuse(add_call, "copy", "the destination holds " + std::to_string(count) +
-                                   " elements and the source " + std::to_string(source.size()) +
-                                   " (of " + std::to_string(sizeof(D)) +
-                                   " bytes each): the counts must match");
+      refuse(add_call, "copy",
+             detail::fmt("the destination holds %zu elements and the source %s (of %zu bytes "
+                         "each): the counts must match", count,
+                         std::to_string(source.size()).c_str(), sizeof(D)));
     detail::check_kept_range<Destination>(destination, "curt::copy_batch::add: the destination");
     detail::check_kept_range<Source>(source, "curt::copy_batch::add: the source");
     return add(destination.data(), source.data(), count, attributes);
@@ -270,8 +269,8 @@ class copy_batch : public detail::copy_batch_base<copy_batch> {
     }
     if (CURT_UNLIKELY(destination == nullptr || source == nullptr))
       refuse(add_call, "copy",
-             std::string(destination == nullptr ? "the destination" : "the source") +
-                 " of a copy of " + std::to_string(bytes) + " bytes is null");
+             detail::fmt("%s of a copy of %zu bytes is null",
+                         destination == nullptr ? "the destination" : "the source", bytes));
     const bool new_run = runs_.reserve_for(attributes.native());
     destinations_.reserve_one_more();
     sources_.reserve_one_more();
@@ -335,8 +334,9 @@ class copy_batch : public detail::copy_batch_base<copy_batch> {
     return static_cast<source_access>(runs_.values[run].srcAccessOrder);
   }
   CURT_COLD std::string describe(std::size_t i) const {
-    return detail::batch_pointer_text(destination(i)) + ", src " +
-           detail::batch_pointer_text(source(i)) + ", " + std::to_string(sizes_[i]) + " bytes";
+    return detail::fmt("%s, src %s, %zu bytes",
+                       detail::batch_pointer_text(destination(i)).c_str(),
+                       detail::batch_pointer_text(source(i)).c_str(), sizes_[i]);
   }
   cudaError_t add_node(std::size_t i, cudaStream_t stream) const {
     return cudaMemcpyAsync(destination(i), source(i), sizes_[i], cudaMemcpyDefault, stream);
@@ -459,17 +459,18 @@ class copy_3d_batch : public detail::copy_batch_base<copy_3d_batch> {
   cudaMemcpy3DOperand operand(const char* which, const void* data, std::size_t row_pitch,
                               std::size_t layer_height, std::size_t row, extent size,
                               memory_location hint) const {
-    const std::string side = detail::cat({"the ", which});
-    if (CURT_UNLIKELY(data == nullptr)) refuse(add_call, "copy", side + " is null");
+    const std::string side = detail::fmt("the %s", which);
+    if (CURT_UNLIKELY(data == nullptr))
+      refuse(add_call, "copy", detail::fmt("%s is null", side.c_str()));
     if (CURT_UNLIKELY(row_pitch != 0 && row_pitch < row))
-      refuse(add_call, "copy", side + "'s rows are " + std::to_string(row_pitch) +
-                                   " bytes apart, shorter than the " + std::to_string(row) +
-                                   " bytes of a row of the copy (" + std::to_string(size.width) +
-                                   " elements)");
+      refuse(add_call, "copy",
+             detail::fmt("%s's rows are %zu bytes apart, shorter than the %zu bytes of a row of "
+                         "the copy (%zu elements)",
+                         side.c_str(), row_pitch, row, size.width));
     if (CURT_UNLIKELY(layer_height != 0 && layer_height < size.height))
-      refuse(add_call, "copy", side + "'s layers are " + std::to_string(layer_height) +
-                                   " rows high, fewer than the " + std::to_string(size.height) +
-                                   " rows of the copy");
+      refuse(add_call, "copy",
+             detail::fmt("%s's layers are %zu rows high, fewer than the %zu rows of the copy",
+                         side.c_str(), layer_height, size.height));
     cudaMemcpy3DOperand result{};
     result.type = cudaMemcpyOperandTypePointer;
     result.op.ptr = {const_cast<void*>(data), row_pitch, layer_height, hint.native()};
@@ -484,14 +485,13 @@ class copy_3d_batch : public detail::copy_batch_base<copy_3d_batch> {
   }
   CURT_COLD std::string describe(std::size_t i) const {
     auto side = [](const cudaMemcpy3DOperand& o) {
-      return detail::batch_pointer_text(o.op.ptr.ptr) + " (rows " +
-             std::to_string(o.op.ptr.rowLength) + " bytes apart, layers " +
-             std::to_string(o.op.ptr.layerHeight) + " rows high)";
+      return detail::fmt("%s (rows %zu bytes apart, layers %zu rows high)",
+                         detail::batch_pointer_text(o.op.ptr.ptr).c_str(), o.op.ptr.rowLength,
+                         o.op.ptr.layerHeight);
     };
     const cudaMemcpy3DBatchOp& op = operations_[i];
-    return side(op.dst) + ", src " + side(op.src) + ", " + std::to_string(op.extent.width) +
-           " bytes x " + std::to_string(op.extent.height) + " x " +
-           std::to_string(op.extent.depth);
+    return detail::fmt("%s, src %s, %zu bytes x %zu x %zu", side(op.dst).c_str(),
+                       side(op.src).c_str(), op.extent.width, op.extent.height, op.extent.depth);
   }
   cudaError_t add_node(std::size_t i, cudaStream_t stream) const {
     const cudaMemcpy3DBatchOp& op = operations_[i];

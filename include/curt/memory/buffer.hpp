@@ -108,7 +108,7 @@ allocation adopted(const char* kind, curt::device d, const void* memory, std::si
   (void)checked_bytes<T>(count, kind, "adopt count");
   if (memory == nullptr && count != 0)
     raise(cudaErrorInvalidValue,
-          owner_name<T>(kind) + "::adopt(null, " + std::to_string(count) + ")",
+          fmt("%s::adopt(null, %zu)", owner_name<T>(kind).c_str(), count),
           "a null pointer can only be adopted with a count of 0", __FILE__, __LINE__);
   CUcontext own = nullptr;
   if (memory != nullptr &&
@@ -122,9 +122,8 @@ allocation adopted(const char* kind, curt::device d, const void* memory, std::si
 inline void* mapped_pointer(void* host, bool mapped, const allocation& where,
                             const std::string& owner, const char* flag, const char* argument) {
   if (!mapped)
-    raise(cudaErrorInvalidValue, owner + "::device_pointer()",
-          cat({"it was made without ", flag, ", so kernels cannot address it; make it with ",
-               flag}),
+    raise(cudaErrorInvalidValue, fmt("%s::device_pointer()", owner.c_str()),
+          fmt("it was made without %s, so kernels cannot address it; make it with %s", flag, flag),
           __FILE__, __LINE__);
   if (host == nullptr) return nullptr;  // 0 elements
   void* p = nullptr;
@@ -282,8 +281,9 @@ class managed_buffer : public detail::buffer<T, detail::managed_memory_kind> {
   static long long allocation_flags(attach_flags flags) {
     if (flags != attach_flags::global && flags != attach_flags::host)
       detail::raise(cudaErrorInvalidValue,
-                    detail::owner_name<T>("managed_buffer") + "(attach flags " +
-                        std::to_string(static_cast<unsigned>(flags)) + ")",
+                    detail::fmt("%s(attach flags %u)",
+                                detail::owner_name<T>("managed_buffer").c_str(),
+                                static_cast<unsigned>(flags)),
                     "cudaMallocManaged takes attach_flags::global or attach_flags::host; attach "
                     "to a single stream afterwards with attach(stream, attach_flags::single)",
                     __FILE__, __LINE__);
@@ -308,7 +308,7 @@ class host_registration
     if (bytes == 0) return;
     if (memory == nullptr)
       detail::raise(cudaErrorInvalidValue,
-                    "curt::host_registration(null, " + std::to_string(bytes) + " bytes)",
+                    detail::fmt("curt::host_registration(null, %zu bytes)", bytes),
                     "nothing to register at a null pointer", __FILE__, __LINE__);
     place_ = detail::allocate_on(d, [&] {
       cudaError_t status = cudaHostRegister(memory, bytes, static_cast<unsigned>(flags));
@@ -359,9 +359,8 @@ class host_registration
     std::snprintf(address, sizeof address, "%p", memory);
     detail::throw_error(
         make_error_code(status),
-        detail::cat({"cudaHostRegister(", address, ", ", std::to_string(bytes), " bytes, flags ",
-                     std::to_string(static_cast<unsigned>(flags)), ", device ",
-                     std::to_string(ordinal), ")"}),
+        detail::fmt("cudaHostRegister(%s, %zu bytes, flags %u, device %d)", address, bytes,
+                    static_cast<unsigned>(flags), ordinal),
         __FILE__, __LINE__, [&]() -> std::string {
           if (status == cudaErrorHostMemoryAlreadyRegistered)
             return "this memory, or part of it, is page-locked already: registered before (by "

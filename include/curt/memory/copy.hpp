@@ -79,12 +79,11 @@ CURT_COLD inline void copy_failed(cudaError_t status, std::size_t bytes) {
                                                        std::size_t source,
                                                        std::size_t element_size) {
   raise(cudaErrorInvalidValue,
-        cat({"curt::", operation, "(destination of ", std::to_string(destination),
-             " elements, source of ", std::to_string(source), " elements)"}),
-        cat({"the sizes differ: the destination holds ", std::to_string(destination),
-             " elements (", std::to_string(destination * element_size), " bytes), the source ",
-             std::to_string(source), " (", std::to_string(source * element_size), " bytes); copy "
-             "equal sizes, e.g. through a subspan (curt::span(range, offset, count))"}),
+        fmt("curt::%s(destination of %zu elements, source of %zu elements)", operation,
+            destination, source),
+        fmt("the sizes differ: the destination holds %zu elements (%zu bytes), the source %zu "
+            "(%zu bytes); copy equal sizes, e.g. through a subspan (curt::span(range, offset, "
+            "count))", destination, destination * element_size, source, source * element_size),
         __FILE__, __LINE__);
 }
 
@@ -100,13 +99,13 @@ __global__ void fill_kernel(T* data, std::size_t count, T value) {
 #endif
 
 [[noreturn]] CURT_COLD inline void throw_no_fill(std::size_t element_size, bool aligned) {
-  raise(cudaErrorInvalidValue, "curt::fill(" + std::to_string(element_size) + "-byte value)",
-        std::string(aligned ? "the value's bytes differ and it is neither 2 nor 4 bytes, so no "
-                              "memset can write it"
-                            : "the range is not aligned to its 2- or 4-byte elements, which the "
-                              "driver's memsets need") +
-            "; that takes curt's fill kernel, which exists only in translation units compiled "
+  raise(cudaErrorInvalidValue, fmt("curt::fill(%zu-byte value)", element_size),
+        fmt("%s; that takes curt's fill kernel, which exists only in translation units compiled "
             "by a CUDA compiler (nvcc): fill from one of those",
+            aligned ? "the value's bytes differ and it is neither 2 nor 4 bytes, so no memset can "
+                      "write it"
+                    : "the range is not aligned to its 2- or 4-byte elements, which the driver's "
+                      "memsets need"),
         __FILE__, __LINE__);
 }
 

@@ -66,16 +66,16 @@ class memory_location {
       case cudaMemLocationTypeNone:
         return "no location";
       case cudaMemLocationTypeDevice:
-        return "device " + std::to_string(location_.id);
+        return detail::fmt("device %d", location_.id);
       case cudaMemLocationTypeHost:
         return "host";
       case cudaMemLocationTypeHostNuma:
-        return "host NUMA node " + std::to_string(location_.id);
+        return detail::fmt("host NUMA node %d", location_.id);
       case cudaMemLocationTypeHostNumaCurrent:
         return "host NUMA node nearest the calling thread";
     }
-    return "memory location of unknown type " + std::to_string(static_cast<int>(location_.type)) +
-           " (id " + std::to_string(location_.id) + ")";
+    return detail::fmt("memory location of unknown type %d (id %d)",
+                       static_cast<int>(location_.type), location_.id);
   }
 
   /// Same type and, where the type has one, same id (the ignored ids of host() and

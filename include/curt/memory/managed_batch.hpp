@@ -72,7 +72,7 @@ class managed_range_batch : public batch_entries {
       refuse(call, "range", "the location is none(): say where the range should go");
     if (bytes == 0) return skip();
     if (CURT_UNLIKELY(data == nullptr))
-      refuse(call, "range", "the range of " + std::to_string(bytes) + " bytes starts at null");
+      refuse(call, "range", fmt("the range of %zu bytes starts at null", bytes));
     const bool new_run = where != nullptr && locations_.reserve_for(where->native());
     pointers_.reserve_one_more();
     sizes_.reserve_one_more();
@@ -92,7 +92,7 @@ class managed_range_batch : public batch_entries {
     context_scope in(for_stream, h);
     if (capturing(h, call))
       raise(cudaErrorStreamCaptureUnsupported,
-            std::string(call) + "(capturing stream, " + std::to_string(sizes_.size()) + " ranges)",
+            fmt("%s(capturing stream, %zu ranges)", call, sizes_.size()),
             "CUDA cannot capture batched prefetches or discards, and no graph node does what they "
             "do; submit the batch outside the capture (before it, or on a stream that is not "
             "capturing). Nothing was called: the capture is still valid",
@@ -108,18 +108,18 @@ class managed_range_batch : public batch_entries {
   // The runtime names no range: curt looks for the usual cause, a range that is not managed.
   [[noreturn]] CURT_COLD void throw_failed(cudaError_t status, const char* function) const {
     throw_error(make_error_code(status),
-                std::string(function) + "(" + std::to_string(sizes_.size()) + " ranges, " +
-                    std::to_string(locations_.values.size()) + " locations, stream)",
+                fmt("%s(%zu ranges, %zu locations, stream)", function, sizes_.size(),
+                    locations_.values.size()),
                 __FILE__, __LINE__, [&]() -> std::string {
                   for (std::size_t i = 0; i < pointers_.size(); ++i) {
                     cudaPointerAttributes attributes{};
                     if (cudaPointerGetAttributes(&attributes, pointers_[i]) != cudaSuccess ||
                         attributes.type == cudaMemoryTypeManaged)
                       continue;
-                    return "range #" + std::to_string(number(i)) + " (" +
-                           batch_pointer_text(pointers_[i]) + ", " + std::to_string(sizes_[i]) +
-                           " bytes) is not managed memory (cudaPointerGetAttributes type " +
-                           std::to_string(static_cast<int>(attributes.type)) + ")";
+                    return fmt("range #%zu (%s, %zu bytes) is not managed memory "
+                               "(cudaPointerGetAttributes type %d)", number(i),
+                               batch_pointer_text(pointers_[i]).c_str(), sizes_[i],
+                               static_cast<int>(attributes.type));
                   }
                   return {};
                 });

@@ -41,13 +41,13 @@ CURT_COLD std::string type_name() {
     if (end != std::string::npos) return text.substr(start, end - start);
   }
 #endif
-  return std::to_string(sizeof(T)) + "-byte type";
+  return fmt("%zu-byte type", sizeof(T));
 }
 
 // "curt::device_buffer<float>"
 template <class T>
 CURT_COLD std::string owner_name(const char* kind) {
-  return cat({"curt::", kind, "<", type_name<T>(), ">"});
+  return fmt("curt::%s<%s>", kind, type_name<T>().c_str());
 }
 
 /// count * sizeof(T) in bytes; throws (naming the owner and the numbers) when it overflows.
@@ -56,9 +56,8 @@ std::size_t checked_bytes(std::size_t count, const char* kind, const char* what)
   constexpr std::size_t most = std::numeric_limits<std::size_t>::max() / sizeof(T);
   if (CURT_UNLIKELY(count > most))
     raise(cudaErrorInvalidValue, owner_name<T>(kind) + "(" + what + ")",
-          std::to_string(count) + " elements of " + std::to_string(sizeof(T)) +
-              " bytes overflow std::size_t (at most " + std::to_string(most) + ")",
-          __FILE__, __LINE__);
+          fmt("%zu elements of %zu bytes overflow std::size_t (at most %zu)", count, sizeof(T),
+              most), __FILE__, __LINE__);
   return count * sizeof(T);
 }
 

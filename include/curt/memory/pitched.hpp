@@ -48,15 +48,13 @@ struct pitched_kind {
 // "width x height" (" x depth" in 3D), for messages.
 CURT_COLD inline std::string extent_text(std::size_t width, std::size_t height, std::size_t depth,
                                          bool three_d) {
-  return std::to_string(width) + " x " + std::to_string(height) +
-         (three_d ? " x " + std::to_string(depth) : std::string());
+  return fmt("%zu x %zu%s", width, height, three_d ? fmt(" x %zu", depth).c_str() : "");
 }
 
 // a * b, refusing overflow (the product of extents).
 inline std::size_t checked_product(std::size_t a, std::size_t b, const std::string& call) {
   if (a != 0 && b > std::numeric_limits<std::size_t>::max() / a)
-    raise(cudaErrorInvalidValue, call,
-          std::to_string(a) + " x " + std::to_string(b) + " overflows std::size_t", __FILE__,
+    raise(cudaErrorInvalidValue, call, fmt("%zu x %zu overflows std::size_t", a, b), __FILE__,
           __LINE__);
   return a * b;
 }
@@ -136,9 +134,9 @@ class basic_pitched_buffer
   std::size_t extent(std::size_t value) const noexcept { return valid() ? value : 0; }
 
   basic_pitched_buffer(curt::device d, detail::pitched_place at) : base(span(nullptr, 0, at)) {
-    const std::string call = detail::owner_name<T>(detail::pitched_kind<Dimensions>::name) + "(" +
-                             detail::extent_text(at.width, at.height, at.depth, Dimensions == 3) +
-                             ")";
+    const std::string call = detail::fmt(
+        "%s(%s)", detail::owner_name<T>(detail::pitched_kind<Dimensions>::name).c_str(),
+        detail::extent_text(at.width, at.height, at.depth, Dimensions == 3).c_str());
     const std::size_t row = detail::checked_product(at.width, sizeof(T), call);
     (void)detail::checked_product(detail::checked_product(row, at.height, call), at.depth, call);
     if (row == 0 || at.height == 0 || at.depth == 0) return;
@@ -187,10 +185,10 @@ void copy_dense(const basic_pitched_buffer<T, D>& pitched, E* dense, std::size_t
     raise(cudaErrorInvalidValue,
           to_pitched ? "curt::copy(pitched destination, dense source)"
                      : "curt::copy(dense destination, pitched source)",
-          "the sizes differ: the pitched buffer is " + extent_text(pitched) +
-              " elements, so the dense " + (to_pitched ? "source" : "destination") +
-              " must hold exactly that many (" + std::to_string(pitched.element_count()) +
-              ") in row-major order; it holds " + std::to_string(count),
+          fmt("the sizes differ: the pitched buffer is %s elements, so the dense %s must hold "
+              "exactly that many (%zu) in row-major order; it holds %zu",
+              extent_text(pitched).c_str(), to_pitched ? "source" : "destination",
+              pitched.element_count(), count),
           __FILE__, __LINE__);
   const cudaPitchedPtr d{const_cast<T*>(dense), e.width, e.width, e.height};
   copy_3d(to_pitched ? p : d, to_pitched ? d : p, e, stream);
@@ -203,8 +201,8 @@ void copy_between(basic_pitched_buffer<T, D>& dst, const basic_pitched_buffer<T,
   const cudaExtent de = extent_of(dst), se = extent_of(src);
   if (CURT_UNLIKELY(de.width != se.width || de.height != se.height || de.depth != se.depth))
     raise(cudaErrorInvalidValue, "curt::copy(pitched destination, pitched source)",
-          "the extents differ: the destination is " + extent_text(dst) + " elements, the source " +
-              extent_text(src),
+          fmt("the extents differ: the destination is %s elements, the source %s",
+              extent_text(dst).c_str(), extent_text(src).c_str()),
           __FILE__, __LINE__);
   copy_3d(d, s, de, stream);
 }

@@ -126,9 +126,8 @@ auto in_pool_context(memory_location where, Call&& call) {
 /// CCCL's rule: a power of two no larger than 256 (every pool allocation is 256-byte aligned).
 inline void check_pool_alignment(std::size_t n, const char* operation) {
   if (CURT_UNLIKELY(n == 0 || n > 256 || (n & (n - 1)) != 0))
-    raise(cudaErrorInvalidValue, cat({"curt::memory_pool_ref::", operation}),
-          cat({"alignment ", std::to_string(n), " is not a power of two no larger than 256"}),
-          __FILE__, __LINE__);
+    raise(cudaErrorInvalidValue, fmt("curt::memory_pool_ref::%s", operation),
+          fmt("alignment %zu is not a power of two no larger than 256", n), __FILE__, __LINE__);
 }
 
 /// The stream of synchronous allocations: the per-thread default stream of the current
@@ -307,8 +306,9 @@ class memory_pool_ref {
     std::string kind = is_managed_pool() ? " of managed memory" : " (location unknown)";
     if (is_managed_pool()) kind += where_.is_none() ? " (no preferred location)" : " on " + where;
     if (is_pinned()) kind = (where_.is_device() ? " of " : " of pinned ") + where + " memory";
-    return text + kind + (imported_ ? ", imported from another process" : "") +
-           (max_size_ ? ", max size " + std::to_string(max_size_) + " bytes" : std::string());
+    return detail::fmt("%s%s%s%s", text, kind.c_str(),
+                       imported_ ? ", imported from another process" : "",
+                       max_size_ ? detail::fmt(", max size %zu bytes", max_size_).c_str() : "");
   }
 
  protected:
@@ -374,10 +374,9 @@ class memory_pool_ref {
                           "the exporting process and import the pointer (curt::import_pointer)";
     if (status != cudaErrorMemoryAllocation || max_size_ == 0) return {};
     constexpr std::size_t granule = std::size_t(32) << 20;
-    return describe() + ": " + std::to_string(bytes) + " bytes did not fit: the pool's maximum " +
-           "size is " + std::to_string(max_size_) + " bytes, which CUDA rounds up to " +
-           std::to_string((max_size_ + granule - 1) / granule * granule) +
-           " bytes (a multiple of 32 MiB)";
+    return detail::fmt("%s: %zu bytes did not fit: the pool's maximum size is %zu bytes, which "
+                       "CUDA rounds up to %zu bytes (a multiple of 32 MiB)", describe().c_str(),
+                       bytes, max_size_, (max_size_ + granule - 1) / granule * granule);
   }
 };
 
@@ -493,7 +492,8 @@ inline memory_pool_ref current_managed_memory_pool(memory_location where = {}) {
 inline void set_current_memory_pool(memory_pool_ref pool) {
   cudaMemPool_t handle = pool.get();
   if (!pool.kind_known())
-    detail::raise(cudaErrorInvalidValue, "curt::set_current_memory_pool(" + pool.describe() + ")",
+    detail::raise(cudaErrorInvalidValue,
+                  detail::fmt("curt::set_current_memory_pool(%s)", pool.describe().c_str()),
                   "the ref does not know the pool's location: make it from the pool's "
                   "properties (memory_pool_ref(handle, properties))",
                   __FILE__, __LINE__);

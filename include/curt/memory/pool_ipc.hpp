@@ -53,7 +53,7 @@ class posix_fd : public detail::unique_handle<detail::fd_handle, detail::fd_trai
   /// Takes ownership of an open descriptor (one received over a socket, for instance).
   static posix_fd adopt(int fd) {
     if (fd < 0)
-      detail::raise(cudaErrorInvalidValue, "curt::posix_fd::adopt(" + std::to_string(fd) + ")",
+      detail::raise(cudaErrorInvalidValue, detail::fmt("curt::posix_fd::adopt(%d)", fd),
                     "not an open file descriptor", __FILE__, __LINE__);
     return posix_fd(reinterpret_cast<void*>(static_cast<std::uintptr_t>(fd)));
   }
@@ -77,7 +77,8 @@ inline posix_fd export_memory_pool(memory_pool_ref pool) {
   });
   if (CURT_UNLIKELY(status != cudaSuccess))
     detail::throw_error(make_error_code(status),
-                        "cudaMemPoolExportToShareableHandle(" + pool.describe() + ", POSIX fd)",
+                        detail::fmt("cudaMemPoolExportToShareableHandle(%s, POSIX fd)",
+                                    pool.describe().c_str()),
                         __FILE__, __LINE__,
                         status != cudaErrorInvalidValue
                             ? ""

@@ -47,8 +47,9 @@ class pool_resource<First, More...> : public memory_pool_ref {
   explicit pool_resource(memory_pool_ref pool) : memory_pool_ref(pool) {
     (void)get();  // an empty, moved-from or released pool says so first
     if (has<::cuda::mr::host_accessible> && !is_host_pool() && !is_managed_pool())
-      refuse("host_accessible", kind_known() ? "it holds " + location().describe() +
-                                                   " memory, which the host cannot address"
+      refuse("host_accessible", kind_known() ? detail::fmt("it holds %s memory, which the host "
+                                                           "cannot address",
+                                                           location().describe().c_str())
                                              : unknown());
     if (has<::cuda::mr::device_accessible> && !is_device_pool()) {
       if (!kind_known()) refuse("device_accessible", unknown());
@@ -71,8 +72,8 @@ class pool_resource<First, More...> : public memory_pool_ref {
   }
   [[noreturn]] CURT_COLD void refuse(const char* property, const std::string& why) const {
     detail::raise(cudaErrorInvalidValue,
-                  detail::cat({"curt::pool_resource<", property, ">(", describe(), ")"}),
-                  detail::cat({"the pool is not ", property, ": ", why}), __FILE__, __LINE__);
+                  detail::fmt("curt::pool_resource<%s>(%s)", property, describe().c_str()),
+                  detail::fmt("the pool is not %s: %s", property, why.c_str()), __FILE__, __LINE__);
   }
 };
 }  // namespace curt

@@ -30,11 +30,10 @@ using span_of_t = cuda::std::span<range_element_t<Range>>;
 [[noreturn]] CURT_COLD inline void throw_subspan(std::size_t size, std::size_t offset,
                                                  std::size_t count) {
   raise(cudaErrorInvalidValue,
-        "curt::span(range of " + std::to_string(size) + " elements, offset " +
-            std::to_string(offset) + ", count " + std::to_string(count) + ")",
+        fmt("curt::span(range of %zu elements, offset %zu, count %zu)", size, offset, count),
         offset > size ? "the offset lies past the end of the range"
-                      : "offset + count passes the end of the range by " +
-                            std::to_string(count - (size - offset)) + " elements",
+                      : fmt("offset + count passes the end of the range by %zu elements",
+                            count - (size - offset)),
         __FILE__, __LINE__);
 }
 

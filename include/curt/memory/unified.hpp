@@ -74,7 +74,7 @@ template <class... Parts>
 void check_range(cudaError_t status, const char* function, std::size_t bytes,
                  const Parts&... parts) {
   if (CURT_LIKELY(status == cudaSuccess)) return;
-  std::string call = std::string(function) + "(" + std::to_string(bytes) + " bytes";
+  std::string call = fmt("%s(%zu bytes", function, bytes);
   ((call += ", ", call += parts), ...);
   throw_error(make_error_code(status), call + ")", __FILE__, __LINE__,
               status != cudaErrorInvalidValue
@@ -129,8 +129,8 @@ inline void prefetch(const void* pointer, std::size_t bytes, memory_location loc
                 __LINE__);
   if (CURT_UNLIKELY(capture != cudaStreamCaptureStatusNone))
     detail::raise(cudaErrorStreamCaptureUnsupported,
-                  "curt::prefetch(" + std::to_string(bytes) + " bytes, " + location.describe() +
-                      ", stream)",
+                  detail::fmt("curt::prefetch(%zu bytes, %s, stream)", bytes,
+                              location.describe().c_str()),
                   capture == cudaStreamCaptureStatusActive
                       ? "the stream is being captured, and CUDA 13.0 cannot capture a prefetch "
                         "(the call would invalidate the capture); nothing was done and the "

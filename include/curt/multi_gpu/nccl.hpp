@@ -58,8 +58,8 @@ class nccl_category_impl final : public std::error_category {
     static const char* const names[] = {
         "ncclSuccess",         "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
         "ncclInvalidArgument", "ncclInvalidUsage",       "ncclRemoteError", "ncclInProgress"};
-    return std::string(code >= 0 && code < 8 ? names[code] : "ncclResult_t") + " (" +
-           ncclGetErrorString(static_cast<ncclResult_t>(code)) + ")";
+    return fmt("%s (%s)", code >= 0 && code < 8 ? names[code] : "ncclResult_t",
+               ncclGetErrorString(static_cast<ncclResult_t>(code)));
   }
 };
 }  // namespace detail
@@ -227,7 +227,7 @@ class nccl_communicator_ref {
   ncclComm_t native(const char* operation) const {
     if (CURT_UNLIKELY(handle_ == nullptr))
       detail::raise(cudaErrorInvalidResourceHandle,
-                    std::string("curt::nccl_communicator::") + operation,
+                    detail::fmt("curt::nccl_communicator::%s", operation),
                     "the communicator is null", __FILE__, __LINE__);
     return detail::usable_handle(handle_, "curt::nccl_communicator", operation);
   }
@@ -276,8 +276,8 @@ class nccl_communicator : public detail::unique_handle<nccl_communicator_ref, de
   nccl_communicator(curt::device d, int ranks, const ncclUniqueId& id, int rank) : base(no_handle) {
     ncclComm_t comm = nullptr;
     init(d.ordinal(), &comm, 1, [&] { return ncclCommInitRank(&comm, ranks, id, rank); }, [&] {
-      return "ncclCommInitRank(ranks " + std::to_string(ranks) + ", rank " + std::to_string(rank) +
-             ", device " + std::to_string(d.ordinal()) + ")";
+      return detail::fmt("ncclCommInitRank(ranks %d, rank %d, device %d)", ranks, rank,
+                         d.ordinal());
     });
     own(comm);
   }
@@ -294,7 +294,7 @@ class nccl_communicator : public detail::unique_handle<nccl_communicator_ref, de
     init(ordinals[0], comms.data(), comms.size(),
          [&] { return ncclCommInitAll(comms.data(), int(comms.size()), ordinals.data()); }, [&] {
            std::string call = "ncclCommInitAll(devices";
-           for (int o : ordinals) call += " " + std::to_string(o);
+           for (int o : ordinals) call += detail::fmt(" %d", o);
            return call + ")";
          });
     std::vector<nccl_communicator> owners;
@@ -332,8 +332,8 @@ class nccl_communicator : public detail::unique_handle<nccl_communicator_ref, de
   void abort() {
     ncclComm_t comm = native("abort()");
     auto call = [&] {
-      return "curt::nccl_communicator::abort() (rank " + std::to_string(rank_) + " of " +
-             std::to_string(size_) + " on device " + std::to_string(ordinal_) + ")";
+      return detail::fmt("curt::nccl_communicator::abort() (rank %d of %d on device %d)", rank_,
+                         size_, ordinal_);
     };
     if (CURT_UNLIKELY(detail::thread_state::current().nccl_groups != 0))
       detail::raise(cudaErrorNotPermitted, call(),
@@ -463,10 +463,9 @@ struct nccl_collectives {
           "the send range must hold one receive range for each of the "};
       if (CURT_UNLIKELY(!fits))
         raise(cudaErrorInvalidValue,
-              std::string(name) + "(send of " + std::to_string(n_send) + " elements, receive of " +
-                  std::to_string(n_recv) + " elements)",
-              rules[int(sizes)] + (sizes >= nccl_sizes::gather ? std::to_string(ranks) + " ranks"
-                                                               : std::string()),
+              fmt("%s(send of %zu elements, receive of %zu elements)", name, n_send, n_recv),
+              fmt("%s%s", rules[int(sizes)],
+                  sizes >= nccl_sizes::gather ? fmt("%zu ranks", ranks).c_str() : ""),
               __FILE__, __LINE__);
       const bool by_send = sizes == nccl_sizes::equal_on_root || sizes == nccl_sizes::gather;
       const std::size_t count = by_send ? n_send : n_recv;
@@ -482,11 +481,10 @@ struct nccl_collectives {
       if (CURT_UNLIKELY(result != ncclSuccess))
         throw_error<nccl_error>(
             curt::make_error_code(result),
-            std::string(nccl_name) + "(count " + std::to_string(count) + ", ncclDataType_t " +
-                std::to_string(int(type)) + (op ? std::string(", ") + op : std::string()) +
-                (root >= 0 ? ", root " + std::to_string(root) : std::string()) + ", rank " +
-                std::to_string(comm.rank_) + " of " + std::to_string(comm.size_) +
-                " on device " + std::to_string(comm.ordinal_) + ")",
+            fmt("%s(count %zu, ncclDataType_t %d%s%s%s, rank %d of %d on device %d)", nccl_name,
+                count, int(type), op ? ", " : "", op ? op : "",
+                root >= 0 ? fmt(", root %d", root).c_str() : "", comm.rank_, comm.size_,
+                comm.ordinal_),
             __FILE__, __LINE__, nccl_last_error());
     } catch (...) {
       nccl_cancel_group();
@@ -500,10 +498,10 @@ struct nccl_collectives {
                     primary_context(comm.ordinal_) == current_context()))
       return;
     raise(cudaErrorNotSupported, operation,
-          "a default stream with a context of device " + std::to_string(comm.ordinal_) +
-              " current that is not its primary context (a green context's or a user's): NCCL "
-              "runs the collective on the primary context's default stream, not ordered after "
-              "this context's; pass a named stream of that context; nothing was enqueued",
+          fmt("a default stream with a context of device %d current that is not its primary "
+              "context (a green context's or a user's): NCCL runs the collective on the primary "
+              "context's default stream, not ordered after this context's; pass a named stream "
+              "of that context; nothing was enqueued", comm.ordinal_),
           __FILE__, __LINE__);
   }
   // NCCL would find a stream of another device only at launch (a group's end, after the other
@@ -517,9 +515,9 @@ struct nccl_collectives {
     int ordinal = static_cast<int>(device);  // the runtime's ordinal, where it can tell
     if (cudaStreamGetDevice(stream, &ordinal) != cudaSuccess) (void)cudaGetLastError();
     raise(cudaErrorInvalidValue, operation,
-          "the stream is on device " + std::to_string(ordinal) + ", the communicator (rank " +
-              std::to_string(comm.rank_) + ") on device " + std::to_string(comm.ordinal_) +
-              ": a collective runs on its communicator's device; nothing was enqueued",
+          fmt("the stream is on device %d, the communicator (rank %d) on device %d: a "
+              "collective runs on its communicator's device; nothing was enqueued",
+              ordinal, comm.rank_, comm.ordinal_),
           __FILE__, __LINE__);
   }
 };

@@ -29,8 +29,7 @@ namespace curt {
 namespace detail {
 
 inline std::string peer_call(const char* function, int ordinal, int peer) {
-  return std::string(function) + "(device " + std::to_string(ordinal) + ", peer " +
-         std::to_string(peer) + ")";
+  return fmt("%s(device %d, peer %d)", function, ordinal, peer);
 }
 
 inline void require_two_devices(const char* function, device d, device peer) {
@@ -46,15 +45,14 @@ CURT_COLD inline std::string explain_peer_failure(cudaError_t status, int ordina
   if (status == cudaErrorPeerAccessUnsupported || status == cudaErrorInvalidDevice) {
     int can = 0;
     if (cudaDeviceCanAccessPeer(&can, ordinal, peer) == cudaSuccess && can == 0)
-      return "device " + std::to_string(ordinal) + " cannot address device " +
-             std::to_string(peer) +
-             "'s memory (cudaDeviceCanAccessPeer: 0; no NVLink or PCIe peer-to-peer path "
-             "between them); copies between them still work with curt::copy, through the host";
+      return fmt("device %d cannot address device %d's memory (cudaDeviceCanAccessPeer: 0; no "
+                 "NVLink or PCIe peer-to-peer path between them); copies between them still work "
+                 "with curt::copy, through the host", ordinal, peer);
     (void)cudaGetLastError();
   }
   if (status == cudaErrorTooManyPeers)
-    return "device " + std::to_string(ordinal) +
-           " has peer access enabled to as many devices as its hardware allows; disable one first";
+    return fmt("device %d has peer access enabled to as many devices as its hardware allows; "
+               "disable one first", ordinal);
   return {};
 }
 
