@@ -83,7 +83,7 @@ inline CUcontext stream_context(cudaStream_t stream, int* status = nullptr) {
 /// Whether the current context is a green context's (cuStreamGetGreenCtx of the legacy stream
 /// names it then); false with a driver older than 12.4, which has none.
 inline bool green_context_current() {
-  static const auto get = reinterpret_cast<driver_fn::cuStreamGetGreenCtx_v12040>(
+  static const auto get = reinterpret_cast<driver_fn::cuStreamGetGreenCtx_v12040::type>(
       driver_function_or_null("cuStreamGetGreenCtx", 12040));
   CUgreenCtx green = nullptr;
   return get != nullptr && current_context() != nullptr && get(cudaStreamLegacy, &green) == 0 &&

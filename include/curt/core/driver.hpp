@@ -40,7 +40,8 @@ typedef struct CUgreenCtx_st* CUgreenCtx;
 // The driver functions curt's core calls; rooms add theirs to this namespace. The result is the
 // CUresult's value (0: success).
 namespace curt::detail::driver_fn {
-#define CURT_DETAIL_DRIVER_TYPE(name, ...) using name = int(CURT_DETAIL_DRIVER_API*)(__VA_ARGS__)
+#define CURT_DETAIL_DRIVER_TYPE(name, ...) \
+  struct name { using type = int(CURT_DETAIL_DRIVER_API*)(__VA_ARGS__); }
 CURT_DETAIL_DRIVER_TYPE(cuGetErrorName_v6000, int error, const char** text);
 CURT_DETAIL_DRIVER_TYPE(cuGetErrorString_v6000, int error, const char** text);
 CURT_DETAIL_DRIVER_TYPE(cuCtxGetCurrent_v4000, CUcontext* context);
@@ -140,6 +141,14 @@ inline void* find_driver_function(const char* symbol, int cuda_version,
                   version_text(driver).c_str()),
         __FILE__, __LINE__);
 }
+/// curt's own driver function `Function` (a driver_fn type), looked up once: one template per
+/// function compiles cheaper than CURT_DETAIL_DRIVER_LOOKUP's lambda per call site.
+template <class Function>
+typename Function::type driver_function(const char* symbol, int version) {
+  static const auto function = reinterpret_cast<typename Function::type>(
+      find_driver_function(symbol, version, cudaEnableLegacyStream));
+  return function;
+}
 
 }  // namespace curt::detail
 
@@ -170,18 +179,17 @@ inline void* find_driver_function(const char* symbol, int cuda_version,
                                                   CURT_DETAIL_UNIT_STREAM_FLAVOUR)(__VA_ARGS__), \
                         #name, __FILE__, __LINE__)
 
-// curt's own calls, typed by curt::detail::driver_fn (an int result: no <cuda.h> needed); each
-// pastes `name` itself (as an argument of another macro it would be expanded first). curt
-// never passes a stream handle of 0 (a ref holds cudaStreamLegacy or cudaStreamPerThread
-// instead), so the legacy flavour serves every translation unit.
-#define CURT_DETAIL_DRIVER_FUNCTION(name, version)                                   \
-  CURT_DETAIL_DRIVER_LOOKUP(::curt::detail::driver_fn::name##_v##version, #name, version, \
-                            cudaEnableLegacyStream)
-#define CURT_DETAIL_DRIVER_CALL(name, version, ...)                                        \
-  ::curt::detail::check(                                                                   \
-      CURT_DETAIL_DRIVER_LOOKUP(::curt::detail::driver_fn::name##_v##version, #name, version, \
-                                cudaEnableLegacyStream)(__VA_ARGS__),                      \
-      #name, __FILE__, __LINE__)
+// curt's own calls, typed by curt::detail::driver_fn (an int result: no <cuda.h> needed), looked
+// up once per function by detail::driver_function; each pastes `name` itself (as an argument of
+// another macro it would be expanded first). curt never passes a stream handle of 0 (a ref holds
+// cudaStreamLegacy or cudaStreamPerThread), so the legacy flavour serves every translation unit.
+#define CURT_DETAIL_DRIVER_FUNCTION(name, version) \
+  ::curt::detail::driver_function<::curt::detail::driver_fn::name##_v##version>(#name, version)
+#define CURT_DETAIL_DRIVER_CALL(name, version, ...)                                      \
+  ::curt::detail::check(::curt::detail::driver_function<                                 \
+                            ::curt::detail::driver_fn::name##_v##version>(#name, version)( \
+                            __VA_ARGS__),                                                \
+                        #name, __FILE__, __LINE__)
 
 namespace curt::detail {
 
@@ -218,9 +226,9 @@ inline std::string take_driver_log() {
   static unsigned cursor = 0;
   static bool has_cursor = false;
   // Looked up without throwing: this runs on the throw path, also of a failed lookup.
-  static const auto dump = reinterpret_cast<driver_fn::cuLogsDumpToMemory_v12090>(
+  static const auto dump = reinterpret_cast<driver_fn::cuLogsDumpToMemory_v12090::type>(
       driver_function_or_null("cuLogsDumpToMemory", 12090));
-  static const auto current = reinterpret_cast<driver_fn::cuLogsCurrent_v12090>(
+  static const auto current = reinterpret_cast<driver_fn::cuLogsCurrent_v12090::type>(
       driver_function_or_null("cuLogsCurrent", 12090));
   if (dump == nullptr || current == nullptr) return {};  // no driver, or one older than 12.9
   std::string text(25600, '\0');                         // the driver's documented maximum
