@@ -26,10 +26,6 @@
 
 #include <cuda_runtime_api.h>
 
-#if defined(__GNUC__) || defined(__clang__)
-#include <cxxabi.h>
-#endif
-
 #include <array>
 #include <cstddef>
 #include <cstdlib>
@@ -38,6 +34,10 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+
+#if defined(__GNUC__) || defined(__clang__)  // only what curt calls of <cxxabi.h> (cheaper)
+namespace __cxxabiv1 { extern "C" char* __cxa_demangle(const char*, char*, std::size_t*, int*); }
+#endif
 
 namespace curt::detail::driver_fn {
 // CUlaunchConfig, whose attributes have cudaLaunchAttribute's layout (the driver's and the
@@ -220,7 +220,7 @@ std::string kernel_name(Kernel kernel) {
   }
 #if defined(__GNUC__) || defined(__clang__)
   int status = 0;
-  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  char* demangled = __cxxabiv1::__cxa_demangle(name, nullptr, nullptr, &status);
   std::string text;
   try {
     if (status == 0 && demangled) text = demangled;

@@ -112,8 +112,8 @@ class node_dependencies {
   }
   void push(const graph_dependency& d) { push(d.node, d.data); }  // a graph_node too
   void push(cudaGraphNode_t node, const cudaGraphEdgeData& data = {}) {
-    const cudaGraphEdgeData plain{};
-    has_data_ = has_data_ || std::memcmp(&data, &plain, sizeof data) != 0;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&data);  // all zero: a plain edge
+    for (std::size_t i = 0; i < sizeof data; ++i) has_data_ = has_data_ || bytes[i] != 0;
     if (size_ < inline_capacity) {
       inline_nodes_[size_] = node;
       inline_data_[size_] = data;

@@ -10,7 +10,6 @@
 #include <curt/memory/range.hpp>
 
 #include <climits>
-#include <cstring>
 #include <tuple>
 
 namespace curt::detail {
@@ -92,7 +91,7 @@ CURT_COLD inline std::string describe_node_params(const char* function,
 /// cudaGraphNodeParams of `type`, every byte zero (CUDA requires the unused ones to be).
 inline cudaGraphNodeParams node_params(cudaGraphNodeType type) noexcept {
   cudaGraphNodeParams params{};
-  std::memset(static_cast<void*>(&params), 0, sizeof params);
+  std::char_traits<char>::assign(reinterpret_cast<char*>(&params), sizeof params, '\0');
   params.type = type;
   return params;
 }
@@ -261,7 +260,7 @@ inline cudaGraphNodeParams fill_node_params(void* dst, std::size_t count, const 
   while (same < size && bytes[same] == bytes[0]) ++same;
   unsigned pattern = bytes[0];
   if (same < size && (size == 2 || size == 4) && reinterpret_cast<std::uintptr_t>(dst) % size == 0)
-    std::memcpy(&pattern, bytes, size);  // little-endian: the element's value
+    copy_bytes(&pattern, bytes, size);  // little-endian: the element's value
   else if (same < size)
     raise(cudaErrorInvalidValue, fmt("curt::%s(%zu-byte value)", operation, size),
           size == 2 || size == 4

@@ -25,7 +25,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -204,7 +203,7 @@ void fill(Dst&& dst, const detail::range_value_t<Dst>& value, stream_ref stream)
     std::size_t n = static_cast<std::size_t>(dst.size());
     if (n == 0) return;
     unsigned char bytes[sizeof(T)];
-    std::memcpy(bytes, &value, sizeof(T));
+    detail::copy_bytes(bytes, &value, sizeof(T));
     bool uniform = true;
     for (std::size_t i = 1; i < sizeof(T); ++i) uniform = uniform && bytes[i] == bytes[0];
     constexpr bool patterned = sizeof(T) == 2 || sizeof(T) == 4;
@@ -221,7 +220,7 @@ void fill(Dst&& dst, const detail::range_value_t<Dst>& value, stream_ref stream)
       if (aligned) {  // the legacy flavour serves: h is never 0 (stream_ref names the stream)
         const auto target = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(d));
         std::conditional_t<sizeof(T) == 2, unsigned short, unsigned> pattern = 0;
-        std::memcpy(&pattern, bytes, sizeof(T));
+        detail::copy_bytes(&pattern, bytes, sizeof(T));
         if constexpr (sizeof(T) == 2)
           return detail::check(
               CURT_DETAIL_DRIVER_FUNCTION(cuMemsetD16Async, 3020)(target, pattern, n, h),
