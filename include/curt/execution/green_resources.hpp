@@ -271,9 +271,9 @@ class sm_split {
   /// Groups `first_group` onwards and the remainder when it holds SMs: "everything else" for a
   /// green context next to one made of the first groups.
   std::vector<sm_resource> rest(std::size_t first_group) const {
-    std::vector<sm_resource> left;
-    for (std::size_t i = first_group; i < groups_.size(); ++i) left.push_back(groups_[i]);
-    if (remainder_.sm_count() > 0) left.push_back(remainder_);
+    const std::size_t n = first_group < groups_.size() ? groups_.size() - first_group : 0;
+    std::vector<sm_resource> left(n + (remainder_.sm_count() > 0), remainder_);  // no push_back:
+    for (std::size_t i = 0; i < n; ++i) left[i] = groups_[first_group + i];  // cheaper to compile
     return left;
   }
   unsigned requested_groups() const noexcept { return requested_groups_; }
@@ -350,13 +350,11 @@ inline sm_split sm_resource::split(unsigned groups, unsigned min_sm_count, sm_sp
                         detail::green_reason(status));
   if (count > capacity) count = capacity;
   const unsigned long long id = detail::next_split_id();
-  std::vector<sm_resource> pieces;
-  pieces.reserve(count);
+  const sm_resource rest(remaining, tag_.device, sm_resource_kind::remainder, id, count);
+  std::vector<sm_resource> pieces(count, rest);  // as rest() makes them
   for (unsigned i = 0; i < count; ++i)
-    pieces.push_back(sm_resource(made[i], tag_.device, sm_resource_kind::group, id, i));
-  sm_split result(std::move(pieces),
-                  sm_resource(remaining, tag_.device, sm_resource_kind::remainder, id, count),
-                  groups, min_sm_count, flags);
+    pieces[i] = sm_resource(made[i], tag_.device, sm_resource_kind::group, id, i);
+  sm_split result(std::move(pieces), rest, groups, min_sm_count, flags);
   if (exact) {
     std::string why = detail::exact_split_shortfall(
         groups, min_sm_count, count, result.group_sm_count(), result.remainder().sm_count(),

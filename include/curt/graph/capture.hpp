@@ -224,8 +224,10 @@ inline stream_capture_info capture_info(stream_ref stream) {
   info.status = static_cast<capture_status>(status);
   if (status != cudaStreamCaptureStatusActive) return stream_capture_info{info.status};
   info.graph = p.graph;
+  std::vector<graph_dependency> dependencies(p.count);  // as node.hpp makes them (no push_back)
   for (std::size_t i = 0; i < p.count; ++i)  // the arrays are valid until the next call on it
-    info.dependencies.push_back({p.nodes[i], p.data ? p.data[i] : cudaGraphEdgeData{}});
+    dependencies[i] = {p.nodes[i], p.data ? p.data[i] : cudaGraphEdgeData{}};
+  info.dependencies.swap(dependencies);
   return info;
 }
 /// The node that the work last captured on `stream` became (a kernel, a copy, ...), for a

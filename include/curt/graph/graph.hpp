@@ -236,8 +236,9 @@ class graph_ref {
   std::vector<cudaGraphNode_t> nodes() const {
     cudaGraph_t g = native("nodes()");
     std::vector<cudaGraphNode_t> result(list_nodes(g, nullptr));
-    result.resize(list_nodes(g, &result));
-    return result;
+    std::vector<cudaGraphNode_t> listed(list_nodes(g, &result));  // result.resize(), cheaper
+    for (std::size_t i = 0; i < listed.size() && i < result.size(); ++i) listed[i] = result[i];
+    return listed;
   }
   /// Every edge, with its data.
   std::vector<graph_edge> edges() const {

@@ -78,14 +78,14 @@ inline graph_dependency launch_completion_edge(graph_node from) noexcept {
 class node_dependencies {
  public:
   node_dependencies() noexcept = default;
-  node_dependencies(std::initializer_list<graph_dependency> list) { push_all(list); }
-  node_dependencies(std::initializer_list<graph_node> list) { push_all(list); }
+  node_dependencies(std::initializer_list<graph_dependency> l) { push(l.begin(), l.size()); }
+  node_dependencies(std::initializer_list<graph_node> l) { push(l.begin(), l.size()); }
   // Implicit by design (NOLINT): a node, or a vector of them, is a node's dependencies.
   node_dependencies(graph_node node) { push(node); }                               // NOLINT
   node_dependencies(cudaGraphNode_t node) { push(node); }                          // NOLINT
-  node_dependencies(const std::vector<graph_dependency>& list) { push_all(list); }  // NOLINT
-  node_dependencies(const std::vector<graph_node>& list) { push_all(list); }        // NOLINT
-  node_dependencies(const std::vector<cudaGraphNode_t>& list) { push_all(list); }   // NOLINT
+  node_dependencies(const std::vector<graph_dependency>& v) { push(v.data(), v.size()); }  // NOLINT
+  node_dependencies(const std::vector<graph_node>& v) { push(v.data(), v.size()); }        // NOLINT
+  node_dependencies(const std::vector<cudaGraphNode_t>& v) { push(v.data(), v.size()); }   // NOLINT
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
   /// The nodes, in order; null when there are none.
@@ -106,9 +106,9 @@ class node_dependencies {
  private:
   // A few dependencies, the common case, are kept inline: adding a node allocates nothing more.
   static constexpr std::size_t inline_capacity = 4;
-  template <class List>
-  void push_all(const List& list) {
-    for (const auto& each : list) push(each);
+  template <class T>  // (vectors passed by data() and size(): fewer of their members compiled)
+  void push(const T* items, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) push(items[i]);
   }
   void push(const graph_dependency& d) { push(d.node, d.data); }  // a graph_node too
   void push(cudaGraphNode_t node, const cudaGraphEdgeData& data = {}) {
