@@ -55,7 +55,7 @@ template <class T>
 std::size_t checked_bytes(std::size_t count, const char* kind, const char* what) {
   constexpr std::size_t most = std::numeric_limits<std::size_t>::max() / sizeof(T);
   if (CURT_UNLIKELY(count > most))
-    raise(cudaErrorInvalidValue, owner_name<T>(kind) + "(" + what + ")",
+    raise(cudaErrorInvalidValue, fmt("%s(%s)", owner_name<T>(kind).c_str(), what),
           fmt("%zu elements of %zu bytes overflow std::size_t (at most %zu)", count, sizeof(T),
               most), __FILE__, __LINE__);
   return count * sizeof(T);
