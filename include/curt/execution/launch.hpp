@@ -35,7 +35,7 @@
 #include <type_traits>
 #include <utility>
 
-#if defined(__GNUC__) || defined(__clang__)  // only what curt calls of <cxxabi.h> (cheaper)
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(_CXXABI_H)  // curt's one <cxxabi.h> call
 namespace __cxxabiv1 { extern "C" char* __cxa_demangle(const char*, char*, std::size_t*, int*); }
 #endif
 
