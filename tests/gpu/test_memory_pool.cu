@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -461,6 +462,31 @@ TEST_CASE("async_buffer frees on its stream, in stream order, or on another stre
     for (int v : back) overwritten += v != marker;
     INFO(overwritten << " of " << n << " elements written by the kernel after the free");
     CHECK(overwritten == 0);
+  }
+  SECTION("its curt::stream destroyed first: reported and freed, where CUDA would crash") {
+    // A raw probe (cudaStreamGetId, cudaFreeAsync on a destroyed stream) ended with SIGSEGV.
+    static std::vector<std::string> reports;
+    reports.clear();
+    curt::error_handler previous = curt::set_error_handler(
+        [](const std::exception& e) noexcept { reports.emplace_back(e.what()); });
+    std::optional<curt::stream> gone(std::in_place, gpu);
+    std::vector<int> back(std::size_t(n), 0);
+    {
+      curt::async_buffer<int> b = pool.allocate<int>(std::size_t(n), *gone);
+      curt::async_buffer<int> c = curt::allocate_async<int>(std::size_t(n), *gone);
+      curt::launch(*gone, config_for(n), fill, b.data(), n, value);
+      curt::launch(*gone, config_for(n), fill, c.data(), n, value + 1);
+      CURT_CHECK(cudaMemcpyAsync(back.data(), b.data(), b.size_bytes(), cudaMemcpyDefault, *gone));
+      gone.reset();  // the member order { async_buffer b; stream s; } does this
+      curt_test::require_cuda_error([&] { c.free(); }, cudaErrorInvalidResourceHandle,
+                                    {"cudaFreeAsync", "destroyed before the buffer", "cudaFree"});
+      CHECK_FALSE(c.valid());
+    }  // b's destructor reports the same
+    curt::set_error_handler(previous);
+    REQUIRE(reports.size() == 1);
+    CHECK(reports[0].find("destroyed before the buffer") != std::string::npos);
+    CHECK(back == std::vector<int>(std::size_t(n), value));  // the work before it still ran
+    CHECK(pool.used_memory() == 0);
   }
   SECTION("0 elements allocate nothing and free nothing") {
     curt::async_buffer<int> b = pool.allocate<int>(0, s);

@@ -372,6 +372,7 @@ namespace detail {
 struct stream_state {
   cudaEvent_t wait_event = nullptr;  // for waits on this stream, made in its context
   shared_state* hold = nullptr;      // what it keeps alive (the green context it was made in)
+  std::shared_ptr<atomic<bool>> alive;  // false once it is destroyed: its buffers check it
 };
 struct stream_traits {
   static void destroy(stream_ref& s, stream_state& state);
@@ -380,6 +381,7 @@ struct stream_traits {
 /// A stream owner of `handle` that releases `hold` once it has destroyed the stream (a green
 /// context's streams keep it alive).
 inline stream adopt_stream(cudaStream_t handle, shared_state* hold);
+struct async_memory_kind;
 }  // namespace detail
 
 /// An owning stream. Move-only; destroying it does not wait for its work (CUDA frees the stream
@@ -432,8 +434,10 @@ class stream
   void own(cudaStream_t handle) {
     handle_ = handle;
     state_.wait_event = detail::make_wait_event(handle);  // on failure the destructor frees it
+    state_.alive = std::make_shared<detail::atomic<bool>>(true);
   }
   friend class stream_ref;  // wait(const stream&) takes the wait event
+  friend struct detail::async_memory_kind;  // its buffers watch `alive`
 };
 
 inline void stream_ref::wait(const stream& other) const { wait(other, other.state_.wait_event); }
@@ -445,6 +449,7 @@ inline void detail::stream_traits::destroy(stream_ref& s, stream_state& state) {
     id = 0;
   report(CURT_DETAIL_DRIVER_FUNCTION(cuStreamDestroy, 4000)(s.handle_), "cuStreamDestroy(stream)",
          __FILE__, __LINE__);
+  if (state.alive) state.alive->store(false);
   release(state);
   if (id) deferred().stream_gone(id);
   if (state.hold) state.hold->release();  // after the stream: its context may go with it

@@ -21,13 +21,14 @@ namespace detail {
 struct free_place {
   stream_ref stream{state_handle<cudaStream_t>(handle_state::empty)};
   CUcontext context = nullptr;
+  std::shared_ptr<const atomic<bool>> stream_alive;  // a curt::stream's: false once it is gone
 };
 
 /// Where to free what this thread allocates on `stream`. Refuses a default stream while a green
 /// context is current: the free would run in it, and it may be destroyed first.
 inline free_place place_for(stream_ref stream, const char* operation) {
   const cudaStream_t s = stream.get();
-  if (CURT_LIKELY(!is_default_stream_handle(s))) return {stream, nullptr};
+  if (CURT_LIKELY(!is_default_stream_handle(s))) return {stream, nullptr, {}};
   if (green_context_current())
     raise(cudaErrorNotSupported, fmt("%s on a default stream", operation),
           "a green context is current: the buffer would be freed in it, and a green context may "
@@ -35,12 +36,21 @@ inline free_place place_for(stream_ref stream, const char* operation) {
           "streams); allocate on a stream of the green context (green_context::make_stream()), "
           "which keeps it alive",
           __FILE__, __LINE__);
-  return {stream, context_of(s)};
+  return {stream, context_of(s), {}};
 }
 
 /// Frees a stream-ordered allocation (null: nothing) at `place`; throws on failure.
 inline void free_async(void* p, const free_place& place) {
   if (p == nullptr) return;
+  if (CURT_UNLIKELY(place.stream_alive && !place.stream_alive->load())) {  // CUDA may crash
+    context_scope in(for_memory, p);  // the device's work, that stream's with it, then cudaFree
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (stream gone)", __FILE__, __LINE__);
+    check(cudaFree(p), "cudaFree (stream gone)", __FILE__, __LINE__);
+    raise(cudaErrorInvalidResourceHandle, "cudaFreeAsync(memory, stream)",
+          "the stream was destroyed before the buffer that frees on it (declare a stream before "
+          "its buffers); curt waited for the device and freed the memory with cudaFree instead",
+          __FILE__, __LINE__);
+  }
   const cudaStream_t s = place.stream.get();
   auto free = [&] {
     cudaError_t result = cudaFreeAsync(p, s);
@@ -63,12 +73,19 @@ struct async_memory_kind {
   static constexpr bool host_iterable = false;
   using place = free_place;
   static void free(void* p, const free_place& where) { free_async(p, where); }
+  // A buffer that frees on a curt::stream owner also learns when that stream is gone.
+  template <class Buffer>
+  static Buffer watching(Buffer buffer, const curt::stream& s) {
+    buffer.place_.stream_alive = s.state_.alive;
+    return buffer;
+  }
 };
 }  // namespace detail
 
 /// `size()` elements of T (not initialized), freed on its stream when destroyed (cudaFreeAsync,
-/// after the work queued there before, and after other streams' work given to free_after; the
-/// stream must still exist: declare a stream before the buffers that free on it). Move-only; an
+/// after the work queued there before, and after other streams' work given to free_after).
+/// Declare a stream before its buffers: a curt::stream destroyed first is reported (the memory
+/// is freed after the device's work), a raw one is not seen. Move-only; an
 /// empty, moved-from, released or freed buffer holds nothing and says which. A default stream's
 /// buffer frees on that default stream of the context it was allocated in (the per-thread one is
 /// the destroying thread's: free(stream) one made on another thread). While a green context is
@@ -99,8 +116,8 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
   }
   /// Orders the free after the work queued on `other` so far (a kernel there that uses the
   /// memory): from now on the buffer's stream waits for that work (an event recorded on
-  /// `other`). Call it after the last use on each other stream; the free, on the buffer's
-  /// stream, then cannot hand the memory to another allocation while such a use still runs.
+  /// `other`). Call it after the last use on each other stream; the free then cannot hand the
+  /// memory on while such a use runs. Not for a capturing `other` (the buffer's stream would join).
   void free_after(stream_ref other) {
     (void)this->native("free_after(stream)");
     detail::context_scope in;
@@ -115,7 +132,7 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
   /// Frees now on `other`, which the caller has ordered after every use of the memory.
   void free(stream_ref other) {
     (void)other.get();  // a stream that holds none throws before the buffer lets go
-    detail::free_async(this->take_for_free("free(stream)"), detail::free_place{other, nullptr});
+    detail::free_async(this->take_for_free("free(stream)"), detail::free_place{other, nullptr, {}});
   }
 
  private:
@@ -143,5 +160,9 @@ async_buffer<T> allocate_async(std::size_t count, stream_ref stream) {
                   __FILE__, __LINE__);
   }
   return async_buffer<T>(static_cast<T*>(p), count, where);
+}
+template <class T>
+async_buffer<T> allocate_async(std::size_t count, const stream& s) {
+  return detail::async_memory_kind::watching(allocate_async<T>(count, stream_ref(s)), s);
 }
 }  // namespace curt

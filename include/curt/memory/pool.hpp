@@ -232,6 +232,10 @@ class memory_pool_ref {
   /// maximum size; refuses a default stream while a green context is current (async_buffer).
   template <class T>
   async_buffer<T> allocate(std::size_t count, stream_ref stream) const;
+  template <class T>
+  async_buffer<T> allocate(std::size_t count, const stream& s) const {
+    return detail::async_memory_kind::watching(allocate<T>(count, stream_ref(s)), s);
+  }
 
   /// cuda::mr, CCCL 3.0.1 names: synchronous (see the file comment) and stream-ordered (the free's
   /// stream ordered after every use); deallocations report failures (CCCL calls them noexcept).
@@ -245,7 +249,7 @@ class memory_pool_ref {
   }
   void deallocate_async(void* p, std::size_t, std::size_t, stream_ref stream) const noexcept {
     try {
-      detail::free_async(p, detail::free_place{stream, nullptr});
+      detail::free_async(p, detail::free_place{stream, nullptr, {}});
     } catch (const std::exception& error) {  // a stream that holds none: the memory stays
       detail::report(error);
     }
