@@ -2,16 +2,20 @@
 // 3). The kernels are the examples' own, from the headers they share with the examples
 // (examples/*/..._kernels.cuh); nothing is copied here.
 //
-//   kernel/vec_add/<kernel|float4|float4_tiles|bulk|thrust>/268435456
-//       c = a + b over 2^28 floats; bytes: 3 * N * 4 (two read, one written); thrust is
-//       thrust::transform, the yardstick (goal: float4 >= 0.97x thrust).
+//   kernel/vec_add/<kernel|float4|float4_grid|float4_tiles|float4_block|bulk|thrust>/<N>,
+//       N = 2^20, 2^28: c = a + b over N floats; bytes: 3 * N * 4 (two read, one written);
+//       float4 is the example's main path (vec_add_example::add_fast: a tile of 1024 floats per
+//       block through bulk copies), float4_grid the grid-stride float4 kernel it replaced;
+//       thrust is thrust::transform, the yardstick (goal: float4 >= 0.97x thrust).
 //   kernel/reduce_<sum|max>_float/<two_pass|last_block|grid_sync|cub>/<N>, N = 2^16 .. 2^28
 //       bytes: N * 4 read; cub is cub::DeviceReduce (goals: >= 0.97x CUB's bandwidth at 2^28,
 //       <= 1.2x CUB's time at 2^16).
-//   kernel/histogram/<auto|per_warp|per_lane|per_lane_prefetch|cub>/<uniform|skewed>/1073741824
-//       256 bins of 2^30 bytes; bytes: N + 1 KiB; auto is histogram_auto, cub is
+//   kernel/histogram/<auto|per_block|per_warp|per_lane|per_lane_prefetch|per_lane32|cub>/
+//       <uniform|skewed|image-like>/<N>, N = 2^22, 2^30: 256 bins of N bytes; bytes: N + 1 KiB;
+//       auto is histogram_auto (its label and counter auto_pick say what it counted with: 0
+//       per_warp without a look, 1 per_warp after the look, 2 per_lane32), cub is
 //       cub::DeviceHistogram::HistogramEven (goals: auto >= 1.7x CUB on uniform, >= 1.15x on
-//       skewed).
+//       skewed, at 2^30; within 5% of the best variant at both sizes).
 //   kernel/transpose/<copy_kernel|naive|tiled32|tiled32_padded|tiled64>/8192x8192
 //       bytes: 2 * 8192^2 * 4; copy_kernel is the tiled copy with the transposes' tiles and
 //       threads, the yardstick (goal: tiled64 >= 0.9x copy_kernel).
@@ -36,7 +40,8 @@
 //   distributions, each one splitmix64 stream (curt_bench::random_word) seeded from the run's
 //   seed (curt_example::rng(), which prints it; CURT_EXAMPLE_SEED repeats a run) and the input's
 //   name, so that an input is the same for a seed whatever the filter and the order of the runs;
-//   made on every core (2 x 2^28 floats, 2^28, 2 x 2^30 bytes, 2^26: about 5 GiB in all);
+//   made on every core (2 x 2^28 floats, 2^28, 3 x 2^30 bytes, 2^26: about 6 GiB in all); the
+//   smaller sizes of vec_add and the histogram use the first N elements of the largest input;
 // - the CPU references, on every core: the histograms with their input, the reductions' sums
 //   (the reduction example's float-sum bound) and maxima once per length;
 // - each variant's check, before its first timed run: its result read back and compared with the
@@ -48,7 +53,8 @@
 // How long, estimated for the H200 machine (not yet measured there): the timed runs of every
 // benchmark take about 10 s for one repetition, 25 s for 3 and 40 s for 5 (with random
 // interleaving or without), plus a few seconds per process for the inputs, their copies to and
-// from the device and the checks. MinTime is set per benchmark: --benchmark_min_time does not
+// from the device and the checks; issue 27's rows (histogram: 2 sizes x 3 inputs x 7 variants,
+// vec_add: 2 sizes x 7) add about as much again (an estimate, not measured). MinTime is set per benchmark: --benchmark_min_time does not
 // change it. Exit code 77 when there is no device.
 #include "harness.hpp"
 
@@ -88,20 +94,24 @@
 
 namespace {
 
-constexpr std::size_t kVecAddN = std::size_t(1) << 28;
+constexpr std::size_t kVecAddN = std::size_t(1) << 28;  // the largest; also 2^20
+constexpr std::size_t kVecAddSizes[] = {std::size_t(1) << 20, kVecAddN};
 constexpr std::size_t kReduceSizes[] = {std::size_t(1) << 16, std::size_t(1) << 20,
                                         std::size_t(1) << 24, std::size_t(1) << 28};
 constexpr std::size_t kReduceMax = kReduceSizes[std::size(kReduceSizes) - 1];
-constexpr std::size_t kHistogramN = std::size_t(1) << 30;
+constexpr std::size_t kHistogramN = std::size_t(1) << 30;  // the largest; also 2^22
+constexpr std::size_t kHistogramSizes[] = {std::size_t(1) << 22, kHistogramN};
 constexpr int kTransposeSide = 8192;
 constexpr std::size_t kTransposeN = std::size_t(kTransposeSide) * kTransposeSide;
 constexpr double kMinTime = 0.1;  // seconds of GPU time per benchmark run (see add())
 constexpr std::size_t kChunk = std::size_t(1) << 20;  // elements per chunk of host-side work
 
 // Bytes read + written per launch of each benchmark.
-constexpr std::size_t kVecAddBytes = 3 * kVecAddN * sizeof(float);
+constexpr std::size_t vec_add_bytes(std::size_t n) { return 3 * n * sizeof(float); }
 constexpr std::size_t reduce_bytes(std::size_t n) { return n * sizeof(float); }
-constexpr std::size_t kHistogramBytes = kHistogramN + histogram_example::kBins * sizeof(unsigned);
+constexpr std::size_t histogram_bytes(std::size_t n) {
+  return n + histogram_example::kBins * sizeof(unsigned);
+}
 constexpr std::size_t kTransposeBytes = 2 * kTransposeN * sizeof(float);
 
 curt::device* g_device = nullptr;
@@ -216,13 +226,30 @@ host_array<float> reduction_floats(std::size_t count, const std::string& input) 
 
 // The histogram example's samples (histogram_example::generate), into `out`: uniform, the 8 bytes
 // of each word; skewed, 4 pieces of 16 bits per word, a piece whose high byte is under 230
-// (89.8%) the input's dominant value, another its low byte.
+// (89.8%) the input's dominant value, another its low byte; image-like, a clamped random walk of
+// 16 steps per word (each the popcount of a nibble, minus 2: -2..2, binomial), restarted at a
+// random level every kChunk words (16 Mi samples) so that the chunks are made in parallel.
 void histogram_samples(histogram_example::input_kind kind, unsigned char* out, std::size_t n) {
   using histogram_example::input_kind;
-  if (kind != input_kind::uniform && kind != input_kind::skewed)
-    throw std::invalid_argument("kernel_bench: histogram inputs are uniform or skewed");
   const std::string name = std::string("histogram/") + histogram_example::name_of(kind);
   const std::uint64_t seed = input_seed(name);
+  if (kind == input_kind::image) {
+    constexpr std::size_t per_word = 16;
+    const std::uint64_t start_seed = input_seed(name + "/start");
+    const auto walk = [&](std::size_t begin, std::size_t end) {  // words [begin, end)
+      int level = static_cast<int>(curt_bench::random_word(start_seed, begin / kChunk) % 256);
+      const std::size_t last = std::min(end * per_word, n);
+      std::uint64_t word = 0;
+      for (std::size_t i = begin * per_word; i < last; ++i) {
+        if (i % per_word == 0) word = curt_bench::random_word(seed, i / per_word);
+        level += __builtin_popcountll((word >> (4 * (i % per_word))) & 0xFu) - 2;
+        level = std::clamp(level, 0, 255);
+        out[i] = static_cast<unsigned char>(level);
+      }
+    };
+    curt_bench::for_chunks((n + per_word - 1) / per_word, kChunk, walk);
+    return;
+  }
   const auto dominant = static_cast<unsigned char>(input_seed(name + "/dominant"));
   const auto skew = [dominant](std::uint64_t word, unsigned k) {  // without a branch
     const unsigned piece = static_cast<unsigned>(word >> (16 * k)) & 0xFFFFu;
@@ -360,16 +387,17 @@ struct vec_add_problem {
     curt::copy(device_b, b, *g_stream);
     g_stream->synchronize();
   }
-  // c poisoned with NaN, one run, c compared with the CPU's a + b exactly (see the example).
-  std::string check(const std::function<void(curt::stream_ref)>& launch) {
+  // c poisoned with NaN, one run over the first n elements, c[0, n) compared with the CPU's
+  // a + b exactly (see the example).
+  std::string check(const std::function<void(curt::stream_ref)>& launch, std::size_t n) {
     if (c.size() == 0) c = result_buffer<float>(kVecAddN);
     curt::fill(device_c, std::numeric_limits<float>::quiet_NaN(), *g_stream);
     launch(*g_stream);
-    curt::copy(c, device_c, *g_stream);
+    curt::copy(curt::span(c, 0, n), curt::span(std::as_const(device_c), 0, n), *g_stream);
     g_stream->synchronize();
     const std::size_t bad =
-        first_bad(kVecAddN, kChunk, [this](std::size_t i) { return !(c[i] == a[i] + b[i]); });
-    if (bad < kVecAddN) return "vec_add: c[" + std::to_string(bad) + "] is wrong";
+        first_bad(n, kChunk, [this](std::size_t i) { return !(c[i] == a[i] + b[i]); });
+    if (bad < n) return "vec_add: c[" + std::to_string(bad) + "] is wrong";
     return {};
   }
   host_array<float> a, b;
@@ -383,29 +411,34 @@ vec_add_problem& vec_add_data() {
   return *p;
 }
 
-enum class vec_add_variant { kernel, float4, float4_tiles, bulk, thrust };
+enum class vec_add_variant { kernel, fast, float4_grid, float4_tiles, float4_block, bulk, thrust };
 
-void vec_add_bench(benchmark::State& state, vec_add_variant v, const std::string& name) {
+void vec_add_bench(benchmark::State& state, vec_add_variant v, std::size_t n,
+                   const std::string& name) {
   vec_add_problem& p = vec_add_data();
   const float* a = p.device_a.data();
   const float* b = p.device_b.data();
   float* c = p.device_c.data();
-  const std::function<void(curt::stream_ref)> launch = [&p, v, a, b, c](curt::stream_ref s) {
+  const std::function<void(curt::stream_ref)> launch = [&p, v, a, b, c, n](curt::stream_ref s) {
     switch (v) {
       case vec_add_variant::kernel:
-        return vec_add_example::add_with_kernel(s, a, b, c, kVecAddN);
-      case vec_add_variant::float4:
-        return vec_add_example::add_with_float4(s, p.fill_blocks, a, b, c, kVecAddN);
+        return vec_add_example::add_with_kernel(s, a, b, c, n);
+      case vec_add_variant::fast:
+        return vec_add_example::add_fast(s, a, b, c, n);
+      case vec_add_variant::float4_grid:
+        return vec_add_example::add_with_float4_grid(s, p.fill_blocks, a, b, c, n);
       case vec_add_variant::float4_tiles:
-        return vec_add_example::add_with_float4_tiles(s, p.tile_blocks, a, b, c, kVecAddN);
+        return vec_add_example::add_with_float4_tiles(s, p.tile_blocks, a, b, c, n);
+      case vec_add_variant::float4_block:
+        return vec_add_example::add_with_float4_block(s, a, b, c, n);
       case vec_add_variant::bulk:
-        return vec_add_example::add_with_bulk(s, a, b, c, kVecAddN);
+        return vec_add_example::add_with_bulk(s, a, b, c, n);
       case vec_add_variant::thrust:
-        return vec_add_example::add_with_thrust(s, a, b, c, kVecAddN);
+        return vec_add_example::add_with_thrust(s, a, b, c, n);
     }
   };
-  if (!checked_ok(state, name, [&] { return p.check(launch); })) return;
-  time_launches(state, kVecAddBytes, launch);
+  if (!checked_ok(state, name, [&] { return p.check(launch, n); })) return;
+  time_launches(state, vec_add_bytes(n), launch);
 }
 
 // ---- Reductions ----------------------------------------------------------------------------
@@ -470,16 +503,17 @@ void reduce_bench(benchmark::State& state, reduction_example::variant v, std::si
 
 // ---- Histogram -----------------------------------------------------------------------------
 
+// One input of each kind, 2^30 samples on the device; the smaller size counts its first N.
 struct histogram_input {
   explicit histogram_input(histogram_example::input_kind kind) : device(*g_device, kHistogramN) {
-    static host_array<unsigned char> host(kHistogramN);  // both inputs, one after the other
+    static host_array<unsigned char> host(kHistogramN);  // the inputs, one after the other
     histogram_samples(kind, host.data(), kHistogramN);
-    want = cpu_histogram(host.data(), kHistogramN);
+    for (std::size_t n : kHistogramSizes) want[n] = cpu_histogram(host.data(), n);
     curt::copy(device, host, *g_stream);
     g_stream->synchronize();
   }
   curt::device_buffer<unsigned char> device;
-  std::array<unsigned, histogram_example::kBins> want{};
+  std::map<std::size_t, std::array<unsigned, histogram_example::kBins>> want;  // per size
 };
 
 histogram_input& histogram_data(histogram_example::input_kind kind) {
@@ -501,30 +535,43 @@ histogram_state& histogram_of() {
   return *p;
 }
 
-enum class histogram_variant { automatic, per_warp, per_lane, per_lane_prefetch, cub };
+enum class histogram_variant {
+  automatic,
+  per_block,
+  per_warp,
+  per_lane,
+  per_lane_prefetch,
+  per_lane32,
+  cub
+};
 
 void histogram_bench(benchmark::State& state, histogram_variant v,
-                     histogram_example::input_kind kind, const std::string& name) {
+                     histogram_example::input_kind kind, std::size_t n, const std::string& name) {
   using histogram_example::bins_view;
   using histogram_example::samples_view;
   histogram_input& in = histogram_data(kind);
   histogram_state& h = histogram_of();
-  const samples_view samples = curt::span(std::as_const(in.device));
+  const samples_view samples = curt::span(std::as_const(in.device), 0, n);
   const bins_view bins = curt::span(h.bins);
   const auto launch = [&h, v, samples, bins](curt::stream_ref s) {
     switch (v) {
       case histogram_variant::automatic:
         return histogram_example::histogram_auto(h.plan, s, samples, bins);
+      case histogram_variant::per_block:
+        return histogram_example::histogram_per_block(h.plan, s, samples, bins);
       case histogram_variant::per_warp:
         return histogram_example::histogram_per_warp(h.plan, s, samples, bins);
       case histogram_variant::per_lane:
         return histogram_example::histogram_per_lane(h.plan, s, samples, bins);
       case histogram_variant::per_lane_prefetch:
         return histogram_example::histogram_per_lane_prefetch(h.plan, s, samples, bins);
+      case histogram_variant::per_lane32:
+        return histogram_example::histogram_per_lane32(h.plan, s, samples, bins);
       case histogram_variant::cub:
         return h.cub(s, samples, bins);
     }
   };
+  const std::array<unsigned, histogram_example::kBins>& want = in.want.at(n);
   const bool good = checked_ok(state, name, [&]() -> std::string {
     curt::fill(h.bins, 0xFFFFFFFFu, *g_stream);
     launch(*g_stream);
@@ -532,13 +579,25 @@ void histogram_bench(benchmark::State& state, histogram_variant v,
     curt::copy(got, h.bins, *g_stream);
     g_stream->synchronize();
     for (unsigned b = 0; b < histogram_example::kBins; ++b)
-      if (got[b] != in.want[b])
+      if (got[b] != want[b])
         return name + ": bin " + std::to_string(b) + " is " + std::to_string(got[b]) +
-               ", expected " + std::to_string(in.want[b]);
+               ", expected " + std::to_string(want[b]);
     return {};
   });
   if (!good) return;
-  time_launches(state, kHistogramBytes, launch);
+  std::string pick;
+  if (v == histogram_variant::automatic) {  // what it counted with (the same on every run)
+    launch(*g_stream);
+    pick = histogram_example::auto_pick(h.plan, *g_stream);
+  }
+  time_launches(state, histogram_bytes(n), launch);
+  if (!pick.empty()) {
+    state.SetLabel("picked " + pick);
+    double code = 1.0;  // per_warp after the look
+    if (pick.rfind("per_lane32", 0) == 0) code = 2.0;
+    if (pick.find("no look") != std::string::npos) code = 0.0;
+    state.counters["auto_pick"] = code;
+  }
 }
 
 // ---- Transpose -----------------------------------------------------------------------------
@@ -641,17 +700,19 @@ void setup(curt::device d) {
 
   const std::pair<vec_add_variant, const char*> vec_add_variants[] = {
       {vec_add_variant::kernel, "kernel"},
-      {vec_add_variant::float4, "float4"},
+      {vec_add_variant::fast, "float4"},  // the example's main path: the goal's row
+      {vec_add_variant::float4_grid, "float4_grid"},
       {vec_add_variant::float4_tiles, "float4_tiles"},
+      {vec_add_variant::float4_block, "float4_block"},
       {vec_add_variant::bulk, "bulk"},
       {vec_add_variant::thrust, "thrust"}};
-  for (const auto& [v, v_name] : vec_add_variants) {
-    const std::string name =
-        std::string("kernel/vec_add/") + v_name + "/" + std::to_string(kVecAddN);
-    const vec_add_variant chosen = v;
-    add(name, kVecAddBytes,
-        [chosen, name](benchmark::State& s) { vec_add_bench(s, chosen, name); });
-  }
+  for (std::size_t n : kVecAddSizes)
+    for (const auto& [v, v_name] : vec_add_variants) {
+      const std::string name = std::string("kernel/vec_add/") + v_name + "/" + std::to_string(n);
+      const vec_add_variant chosen = v;
+      add(name, vec_add_bytes(n),
+          [chosen, n, name](benchmark::State& s) { vec_add_bench(s, chosen, n, name); });
+    }
 
   add_reductions<reduction_example::sum_of<float>>("sum");
   add_reductions<reduction_example::max_of<float>>("max");
@@ -659,18 +720,22 @@ void setup(curt::device d) {
   using histogram_example::input_kind;
   const std::pair<histogram_variant, const char*> histogram_variants[] = {
       {histogram_variant::automatic, "auto"},
+      {histogram_variant::per_block, "per_block"},
       {histogram_variant::per_warp, "per_warp"},
       {histogram_variant::per_lane, "per_lane"},
       {histogram_variant::per_lane_prefetch, "per_lane_prefetch"},
+      {histogram_variant::per_lane32, "per_lane32"},
       {histogram_variant::cub, "cub"}};
-  for (input_kind kind : {input_kind::uniform, input_kind::skewed})
-    for (const auto& [v, v_name] : histogram_variants) {
-      const std::string name = std::string("kernel/histogram/") + v_name + "/" +
-                               histogram_example::name_of(kind) + "/" + std::to_string(kHistogramN);
-      const histogram_variant chosen = v;
-      add(name, kHistogramBytes,
-          [chosen, kind, name](benchmark::State& s) { histogram_bench(s, chosen, kind, name); });
-    }
+  for (std::size_t n : kHistogramSizes)
+    for (input_kind kind : {input_kind::uniform, input_kind::skewed, input_kind::image})
+      for (const auto& [v, v_name] : histogram_variants) {
+        const std::string name = std::string("kernel/histogram/") + v_name + "/" +
+                                 histogram_example::name_of(kind) + "/" + std::to_string(n);
+        const histogram_variant chosen = v;
+        add(name, histogram_bytes(n), [chosen, kind, n, name](benchmark::State& s) {
+          histogram_bench(s, chosen, kind, n, name);
+        });
+      }
 
   using transpose_example::copy_tiles;
   using transpose_example::tile_config;

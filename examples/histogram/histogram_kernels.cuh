@@ -1,8 +1,8 @@
 // examples/histogram/histogram_kernels.cuh: the histogram example's kernels (global atomics,
-// per-block, per-warp, per-lane, cluster, and the probe of histogram_auto), their launches, the
-// CUB HistogramEven wrapper, and the inputs (uniform, skewed, image-like) with the CPU
-// histogram; shared by examples/histogram/main.cu and benchmarks/kernel_bench.cu. See main.cu for
-// the design and the checks.
+// per-block, per-warp, per-lane 16-bit counters, per-lane 32-bit copies, cluster, and the probe
+// of histogram_auto), their launches, the CUB HistogramEven wrapper, and the inputs (uniform,
+// skewed, image-like) with the CPU histogram; shared by examples/histogram/main.cu and
+// benchmarks/kernel_bench.cu. See main.cu for the design and the checks.
 #pragma once
 
 #include "example.hpp"
@@ -20,8 +20,10 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <random>
 #include <stdexcept>
+#include <string>
 
 namespace histogram_example {
 
@@ -255,6 +257,125 @@ __global__ void __launch_bounds__(kLaneThreads)
     publish_block(block_total, bins);
 }
 
+// ---- (3b) Per lane, 32-bit: one copy of the histogram per lane of a warp ---------------------
+
+// One block per SM of up to kLane32MaxWarps warps (7 on sm_90: 224 KiB of shared memory, the
+// most a block may have is 227 KiB; lane32_warps() fits fewer on other GPUs). Each warp has 32
+// copies of the 256 32-bit counters, interleaved: copy L of bin b is word b * 32 + L of the
+// warp's 32 KiB, so lane L counts bin b at warp_base + b * 32 + L. Every lane of a warp lies in
+// its own bank (L), whatever the data: the shared atomics never conflict and no two threads ever
+// share a counter, on any input (a raw probe on an H200: 3977 GB/s on uniform bytes, 1.83x CUB,
+// and 3974 with 90% of them one value). With so few warps per SM, the loads must be in flight
+// while the SM counts: each thread loads a tile of kLane32Vectors uint4 (16 samples each) and
+// issues the next tile's loads before it counts the current one (two register buffers). A 32-bit
+// counter holds any count a bin holds (at most 2^32 - 1 samples in all), so nothing is flushed;
+// at the end the block adds the 32 copies of each warp, reading them as uint4 with a start
+// rotated by the bin (8 neighbouring bins of a quarter-warp read 8 different quads of their
+// copies: 32 banks), and adds its 256 totals to global memory, one atomicAdd each. The copies are
+// zeroed by their own lane while the first tile's loads travel: until the end, no thread reads
+// or writes a word another thread writes.
+constexpr unsigned kLane32Vectors = 8;  // uint4 per thread per tile: 128 samples
+constexpr unsigned kLane32MaxWarps = 7;
+constexpr unsigned kLane32WarpWords = kBins * kWarp;  // 32 KiB of counters per warp
+constexpr std::size_t kLane32WarpBytes = kLane32WarpWords * sizeof(unsigned);
+
+// The block's warps on this device: 7 where 224 KiB fit in a block (sm_90), fewer elsewhere.
+inline unsigned lane32_warps(curt::device d) {
+  const std::size_t fit = d.max_shared_memory_per_block_optin() / kLane32WarpBytes;
+  return static_cast<unsigned>(std::clamp<std::size_t>(fit, 1, kLane32MaxWarps));
+}
+
+__device__ __forceinline__ void count_lane32_word(unsigned* mine, unsigned word) {
+  atomicAdd(mine + ((word & 0xFFu) << 5), 1u);  // bin * kWarp: this lane's copy of the bin
+  atomicAdd(mine + (((word >> 8) & 0xFFu) << 5), 1u);
+  atomicAdd(mine + (((word >> 16) & 0xFFu) << 5), 1u);
+  atomicAdd(mine + ((word >> 24) << 5), 1u);
+}
+
+__device__ __forceinline__ void count_lane32_vector(unsigned* mine, const uint4& v) {
+  count_lane32_word(mine, v.x);
+  count_lane32_word(mine, v.y);
+  count_lane32_word(mine, v.z);
+  count_lane32_word(mine, v.w);
+}
+
+// `gate`: as for per_warp_kernel (histogram_auto launches both after its look at the data).
+__global__ void __launch_bounds__(kLane32MaxWarps * kWarp, 1)
+    per_lane32_kernel(samples_view samples, bins_view bins, const unsigned* gate,
+                      unsigned gate_value) {
+  if (gate != nullptr && *gate != gate_value) return;  // the same for every thread of the grid
+  extern __shared__ uint4 lane32_shared[];             // blockDim.x / 32 * 32 KiB
+  const unsigned threads = blockDim.x;
+  const unsigned lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  unsigned* mine = reinterpret_cast<unsigned*>(lane32_shared) + warp * kLane32WarpWords + lane;
+
+  // The samples as for_each_sample splits them: a head before the first 16-byte boundary, whole
+  // uint4s, a tail after the last.
+  const unsigned char* data = samples.data();
+  const std::size_t n = samples.size();
+  const std::size_t misaligned = reinterpret_cast<std::uintptr_t>(data) % kVectorBytes;
+  const std::size_t to_boundary = misaligned == 0 ? 0 : kVectorBytes - misaligned;
+  const std::size_t head = n < to_boundary ? n : to_boundary;
+  const uint4* vectors = reinterpret_cast<const uint4*>(data + head);
+  const std::size_t vector_count = (n - head) / kVectorBytes;
+  const unsigned char* tail = data + head + vector_count * kVectorBytes;
+  const std::size_t tail_count = n - head - vector_count * kVectorBytes;
+
+  // Whole tiles of threads * kLane32Vectors uint4s, tile t to block t % gridDim.x; a thread's
+  // uint4 u of a tile is u * threads + threadIdx.x (each load instruction of a warp: 512
+  // contiguous bytes).
+  const std::size_t tile = std::size_t(threads) * kLane32Vectors;
+  const std::size_t tiles = vector_count / tile;
+  const auto load = [&](std::size_t t, uint4(&v)[kLane32Vectors]) {
+    const uint4* from = vectors + t * tile + threadIdx.x;
+#pragma unroll
+    for (unsigned u = 0; u < kLane32Vectors; ++u) v[u] = __ldg(from + u * threads);
+  };
+  const auto count = [&](const uint4(&v)[kLane32Vectors]) {
+#pragma unroll
+    for (unsigned u = 0; u < kLane32Vectors; ++u) count_lane32_vector(mine, v[u]);
+  };
+  uint4 first[kLane32Vectors], second[kLane32Vectors];
+  std::size_t t = blockIdx.x;
+  if (t < tiles) load(t, first);
+  for (unsigned b = 0; b < kBins; ++b) mine[b * kWarp] = 0;  // while the first tile travels
+  while (t < tiles) {  // the same trips for every thread of the block
+    std::size_t next = t + gridDim.x;
+    if (next < tiles) load(next, second);  // in flight while `first` is counted
+    count(first);
+    t = next;
+    if (t >= tiles) break;
+    next = t + gridDim.x;
+    if (next < tiles) load(next, first);
+    count(second);
+    t = next;
+  }
+  // The uint4s after the last whole tile (fewer than one tile): one per thread of the grid.
+  const std::size_t grid_threads = std::size_t(gridDim.x) * threads;
+  for (std::size_t i = tiles * tile + std::size_t(blockIdx.x) * threads + threadIdx.x;
+       i < vector_count; i += grid_threads)
+    count_lane32_vector(mine, __ldg(vectors + i));
+  if (blockIdx.x == 0) {  // head and tail: fewer than 16 samples each, a block has 32 or more
+    if (threadIdx.x < head) atomicAdd(mine + (unsigned(data[threadIdx.x]) << 5), 1u);
+    if (threadIdx.x < tail_count) atomicAdd(mine + (unsigned(tail[threadIdx.x]) << 5), 1u);
+  }
+
+  __syncthreads();  // every copy complete
+  const unsigned warps = threads / kWarp;
+  for (unsigned b = threadIdx.x; b < kBins; b += threads) {
+    unsigned sum = 0;  // at most n: no overflow
+#pragma unroll
+    for (unsigned q = 0; q < kWarp / 4; ++q) {
+      const unsigned quad = (q + b) % (kWarp / 4);  // the rotated start
+      for (unsigned w = 0; w < warps; ++w) {
+        const uint4 v = lane32_shared[(w * kLane32WarpWords + b * kWarp) / 4 + quad];
+        sum += v.x + v.y + v.z + v.w;
+      }
+    }
+    if (sum != 0) atomicAdd(&bins[b], sum);
+  }
+}
+
 // ---- (4) The automatic choice -----------------------------------------------------------------
 
 // The look: 128 windows spread over the data, each the 32 samples, 16 bytes apart, that one
@@ -263,7 +384,18 @@ __global__ void __launch_bounds__(kLaneThreads)
 // windows of the most distinct bins in one bank is what that instruction costs on this data:
 // measured 3.1-3.2 for uniform bytes, 1.2 when 90% are one value, 1.35 for the image-like input.
 // Where it is low, the per-warp kernel's one atomic per sample ran at memory speed on the H200
-// (3.8 TB/s); where it is high, the per-lane kernel, which costs the same on any data, is chosen.
+// (3.8 TB/s, 4.4 with 90% of the samples one value); where it is high, the per-lane 32-bit
+// kernel, which costs the same on any data (4.0 TB/s), is chosen.
+// The look and the gated launches cost a few microseconds, and the per-lane kernel's 224 KiB of
+// copies per block as much again (zeroed, then added up): on a small input that is most of the
+// time (at 4,194,301 samples the look plus the 16-bit per-lane kernel took 0.0234 ms, the
+// per-warp kernel alone about 0.009: 1.6x CUB's 0.0147), so histogram_auto looks only at
+// kAutoLookFrom samples or more, and below counts with the per-warp kernel (the fastest there
+// on every input: 1.6x CUB at 2^22).
+// Where the two paths cross: per-warp on uniform bytes (2.4 TB/s) against the look, the gated
+// launches and the per-lane kernel (4 TB/s): about 8 us more fixed cost against 0.17 ns less per
+// sample, 2^25 samples or so (an estimate from the H200's figures above, not a measurement).
+constexpr std::size_t kAutoLookFrom = std::size_t(1) << 25;
 constexpr unsigned kProbeThreads = 1024;
 constexpr unsigned kProbeWarps = kProbeThreads / kWarp;
 constexpr unsigned kProbeWindows = 128;  // x 32 = 4096 samples looked at
@@ -327,27 +459,41 @@ __global__ void __launch_bounds__(kProbeThreads)
 
 // ---- Host side: the launches ------------------------------------------------------------------
 
-// Per device: the grids that fill it, found once. Kernel attributes (the per-lane kernels' 65 KiB
-// of dynamic shared memory) are set here too.
+// What histogram_auto did last: counted with per-warp without a look (small input), or looked.
+enum class auto_path { none, small, looked };
+
+// Per device: the grids that fill it, found once. Kernel attributes (the per-lane kernels' dynamic
+// shared memory: 65 KiB for the 16-bit counters, 224 KiB for the 32-bit copies) are set here too.
+
 struct histogram_plan {
-  explicit histogram_plan(curt::device d) : gpu(d), choice(d, 3) {
+  explicit histogram_plan(curt::device d)
+      : gpu(d),
+        lane32_threads(lane32_warps(d) * kWarp),
+        lane32_bytes(lane32_warps(d) * kLane32WarpBytes),
+        choice(d, 3) {
     curt::set_max_dynamic_shared_memory(gpu, per_lane_kernel<false>, kLaneSharedBytes);
     curt::set_max_dynamic_shared_memory(gpu, per_lane_kernel<true>, kLaneSharedBytes);
     curt::set_max_dynamic_shared_memory(gpu, per_lane_kernel<false, true>, kLaneSharedBytes);
+    curt::set_max_dynamic_shared_memory(gpu, per_lane32_kernel, lane32_bytes);
     global_blocks = curt::grid_to_fill_device(gpu, global_atomics_kernel, kBlockThreads);
     block_blocks = curt::grid_to_fill_device(gpu, per_block_kernel, kBlockThreads);
     warp_blocks = curt::grid_to_fill_device(gpu, per_warp_kernel, kBlockThreads);
     lane_blocks =
         curt::grid_to_fill_device(gpu, per_lane_kernel<false>, kLaneThreads, kLaneSharedBytes);
+    lane32_blocks = curt::grid_to_fill_device(gpu, per_lane32_kernel,
+                                              static_cast<int>(lane32_threads), lane32_bytes);
     const auto config = curt::launch_config(kClusterBlocks, kLaneThreads, kLaneSharedBytes)
                             .cluster_dims(kClusterBlocks);
     const int clusters = curt::max_active_clusters(gpu, per_lane_kernel<true>, config);
     cluster_blocks = static_cast<unsigned>(std::max(clusters, 1)) * kClusterBlocks;
   }
   curt::device gpu;
+  unsigned lane32_threads;   // 224 on sm_90
+  std::size_t lane32_bytes;  // 224 KiB on sm_90
   unsigned global_blocks = 0, block_blocks = 0, warp_blocks = 0, lane_blocks = 0,
-           cluster_blocks = 0;
-  curt::device_buffer<unsigned> choice;  // histogram_auto's decision: one plan per stream
+           lane32_blocks = 0, cluster_blocks = 0;
+  curt::device_buffer<unsigned> choice;  // histogram_auto's look: one plan per stream
+  auto_path last_auto = auto_path::none;
 };
 
 // Blocks of `threads` for `samples`: enough for one pass of the loop, at most `fill` (the
@@ -375,6 +521,17 @@ inline void launch_per_lane(const histogram_plan& plan, curt::stream_ref stream,
   const unsigned fill = max_blocks != 0 ? std::min(max_blocks, plan.lane_blocks) : plan.lane_blocks;
   curt::launch(stream, config_for(samples.size(), kLaneThreads, fill, kLaneSharedBytes),
                per_lane_kernel<false>, samples, bins, gate, unsigned{use_per_lane});
+}
+
+// The per-lane 32-bit kernel: one block per SM (plan.lane32_blocks), fewer when the samples make
+// fewer tiles.
+inline void launch_per_lane32(const histogram_plan& plan, curt::stream_ref stream,
+                              samples_view samples, bins_view bins, const unsigned* gate) {
+  const std::size_t tile_samples = std::size_t(plan.lane32_threads) * kLane32Vectors * kVectorBytes;
+  const std::size_t wanted = curt::ceil_div(samples.size(), tile_samples);
+  const auto blocks = static_cast<unsigned>(std::clamp<std::size_t>(wanted, 1, plan.lane32_blocks));
+  curt::launch(stream, curt::launch_config(blocks, plan.lane32_threads, plan.lane32_bytes),
+               per_lane32_kernel, samples, bins, gate, unsigned{use_per_lane});
 }
 
 // Each variant zeroes the bins first (its kernels add to them), as part of its work.
@@ -410,8 +567,8 @@ inline void histogram_per_lane(const histogram_plan& plan, curt::stream_ref stre
   launch_per_lane(plan, stream, samples, bins, nullptr, max_blocks);
 }
 
-// The per-lane kernel with the next pass's loads in flight while it counts (measured in
-// kernel_bench only, not yet chosen by histogram_auto).
+// The per-lane 16-bit kernel with the next pass's loads in flight while it counts (measured in
+// kernel_bench only).
 inline void histogram_per_lane_prefetch(const histogram_plan& plan, curt::stream_ref stream,
                                         samples_view samples, bins_view bins) {
   require_bins(bins);
@@ -433,16 +590,52 @@ inline void histogram_cluster(const histogram_plan& plan, curt::stream_ref strea
                unsigned{use_per_lane});
 }
 
-// The one entry point: looks at the data, then counts it the way that suits it. Three launches,
-// all stream-ordered: the look (which also zeroes the bins) and both kernels, of which the one
-// not chosen returns at once. plan.choice holds the decision afterwards.
-inline void histogram_auto(histogram_plan& plan, curt::stream_ref stream, samples_view samples,
-                           bins_view bins) {
+inline void histogram_per_lane32(const histogram_plan& plan, curt::stream_ref stream,
+                                 samples_view samples, bins_view bins) {
   require_bins(bins);
+  curt::memset(bins, 0, stream);
+  launch_per_lane32(plan, stream, samples, bins, nullptr);
+}
+
+// histogram_auto's path for large inputs, at any size (the example checks it on small ones
+// too): a look at the data, then the kernel that suits it: three launches, all stream-ordered:
+// the look (which also zeroes the bins) and both kernels, of which the one not chosen returns at
+// once. No copy to the host, no synchronization. plan.choice holds what the look found.
+inline void histogram_auto_look(histogram_plan& plan, curt::stream_ref stream, samples_view samples,
+                                bins_view bins) {
+  require_bins(bins);
+  plan.last_auto = auto_path::looked;
   curt::launch(stream, curt::launch_config(1, kProbeThreads), probe_kernel, samples, bins,
                plan.choice.data());
   launch_per_warp(plan, stream, samples, bins, plan.choice.data());
-  launch_per_lane(plan, stream, samples, bins, plan.choice.data());
+  launch_per_lane32(plan, stream, samples, bins, plan.choice.data());
+}
+
+// The one entry point, for any input: below kAutoLookFrom samples, the per-warp kernel (after a
+// memset of the bins: two launches, as CUB's); from there, histogram_auto_look. plan.last_auto
+// says which path ran.
+inline void histogram_auto(histogram_plan& plan, curt::stream_ref stream, samples_view samples,
+                           bins_view bins) {
+  require_bins(bins);
+  if (samples.size() >= kAutoLookFrom) return histogram_auto_look(plan, stream, samples, bins);
+  plan.last_auto = auto_path::small;
+  curt::memset(bins, 0, stream);
+  launch_per_warp(plan, stream, samples, bins, nullptr);
+}
+
+// What histogram_auto's last run counted with, as text: "per_warp" (small input), or the look's
+// pick and its measure. Reads plan.choice back: synchronizes the stream.
+inline std::string auto_pick(histogram_plan& plan, curt::stream_ref stream) {
+  if (plan.last_auto == auto_path::none) return "not run";
+  if (plan.last_auto == auto_path::small) return "per_warp (under 2^25 samples, no look)";
+  std::array<unsigned, 3> c{};
+  curt::copy(c, plan.choice, stream);
+  stream.synchronize();
+  char text[96];
+  std::snprintf(text, sizeof text, "%s (look: %.2f bins per bank)",
+                c[0] == use_per_lane ? "per_lane32" : "per_warp",
+                c[2] != 0 ? static_cast<double>(c[1]) / c[2] : 0.0);
+  return text;
 }
 
 // CUB's histogram of the same samples (it zeroes the bins itself), with its scratch memory kept

@@ -1,14 +1,23 @@
-// vec_add: c = a + b on the GPU, four ways, each checked against the CPU and timed:
+// vec_add: c = a + b on the GPU, several ways, each checked against the CPU and timed:
 //   1. __global__ kernel   one thread per element, launched through curt::launch
 //   2. device lambda       the same as a __device__ lambda (nvcc --extended-lambda)
-//   3. float4 grid-stride  16-byte loads and stores, several per thread, a grid that fills the
+//   3. main path           add_fast(): one tile of 1024 floats per block, each input's tile moved
+//                          into shared memory by one bulk copy (sm_90's cp.async.bulk, as
+//                          thrust::transform does there), then one float4 per thread added and
+//                          stored; a partial last tile is added one float per thread
+//      float4 grid-stride  16-byte loads and stores, several per thread, a grid that fills the
 //                          device once, and a scalar tail for lengths that are not multiples of 4
-//      float4 tiles        the same in contiguous per-block tiles, with streaming loads and stores
-//   4. thrust::transform   the yardstick the fast kernel is measured against
-// Every variant runs at N and at the edge lengths 1, 3, 4, 5 and 1023 (fresh random inputs for
-// each), into an output poisoned with NaN first, and must match the CPU's a[i] + b[i] exactly.
-// Bandwidth counts 3 * N * 4 bytes (two floats read, one written, per element); the fast kernel's
-// goal at N = 2^28 is at least 0.97 times Thrust's.
+//                          (the main path before issue 27)
+//      float4 tiles        grid-stride over contiguous per-block tiles, streaming loads and stores
+//      float4 per block    the main path's tiles with plain float4 loads instead of bulk copies
+//      bulk 16 KiB tiles   bulk copies of 4096 floats per input per block, streaming stores
+//   4. thrust::transform   the yardstick the main path is measured against
+// Every variant runs at N and at the edge lengths 1, 3, 4, 5, 1023, 1029 and 16387 (fresh random
+// inputs for each; 1029 and 16387 are a whole tile of the main path and of the 16 KiB tiles plus
+// a partial one), into an output poisoned with NaN first, and must match the CPU's a[i] + b[i]
+// exactly. Bandwidth counts 3 * N * 4 bytes (two floats read, one written, per element); each row
+// also says its bandwidth as a fraction of Thrust's; the main path's goal at N = 2^28 (and 2^20)
+// is at least 0.97 times Thrust's.
 // Prints the result table last; its last line is "vec_add: PASSED" (exit 0) or "vec_add: FAILED"
 // (exit 1); 2 for bad arguments, 77 when there is no CUDA device.
 // Usage: vec_add [N]   (default 4194301, not a multiple of 4; 268435456 = 2^28 for bandwidth)
@@ -99,14 +108,15 @@ int main(int argc, char** argv) {
     curt::set_current_device(device);  // Thrust works on the current device
     curt::stream stream(device);
 
-    // The fast kernel's grid: as many blocks as can be resident at once, on every SM.
+    // The grid-stride kernels' grid: as many blocks as can be resident at once, on every SM.
     const unsigned fill_blocks = curt::grid_to_fill_device(device, vec_add_float4, kBlockThreads);
     const unsigned tile_blocks =
         curt::grid_to_fill_device(device, vec_add_float4_tiles, kBlockThreads);
-    std::printf("vec_add: n = %zu floats; float4 kernel grid %u blocks of %u threads (%u per SM "
-                "on %d SMs)\n",
-                n, fill_blocks, kBlockThreads, fill_blocks / device.multiprocessor_count(),
-                device.multiprocessor_count());
+    std::printf(
+        "vec_add: n = %zu floats; main path %zu blocks of %u threads (one tile of %zu "
+        "floats each); float4 grid-stride %u blocks (%u per SM on %d SMs)\n",
+        n, curt::ceil_div(n, tile_floats<1>), kTileThreads, tile_floats<1>, fill_blocks,
+        fill_blocks / device.multiprocessor_count(), device.multiprocessor_count());
 
     struct variant {
       const char* name;
@@ -115,19 +125,24 @@ int main(int argc, char** argv) {
     const variant variants[] = {
         {"__global__ kernel", add_with_kernel},
         {"device lambda", add_with_lambda},
+        {"main path: bulk-copied tiles", add_fast},
         {"float4 grid-stride", [fill_blocks](curt::stream_ref s, const float* a, const float* b,
                                              float* c, std::size_t count) {
-           add_with_float4(s, fill_blocks, a, b, c, count);
+           add_with_float4_grid(s, fill_blocks, a, b, c, count);
          }},
         {"float4 tiles, streaming", [tile_blocks](curt::stream_ref s, const float* a,
                                                   const float* b, float* c, std::size_t count) {
            add_with_float4_tiles(s, tile_blocks, a, b, c, count);
          }},
+        {"float4 per block, plain loads", add_with_float4_block},
+        {"bulk 16 KiB tiles, streaming", add_with_bulk},
         {"thrust::transform (yardstick)", add_with_thrust},
     };
-    // Edge lengths: no whole float4 (1, 3), one and no tail (4), one and a tail of 1 (5),
-    // 255 and a tail of 3 (1023).
-    const std::size_t edge_sizes[] = {1, 3, 4, 5, 1023};
+    constexpr std::size_t variant_count = sizeof variants / sizeof variants[0];
+    // Edge lengths: no whole float4 (1, 3), one and no tail (4), one and a tail of 1 (5), 255
+    // and a tail of 3 (1023), a whole main-path tile and 5 more (1029), a whole 16 KiB tile and
+    // 3 more (16387).
+    const std::size_t edge_sizes[] = {1, 3, 4, 5, 1023, 1029, 16387};
     std::string checked = "exact; also n =";
     for (std::size_t size : edge_sizes) checked += " " + std::to_string(size);
 
@@ -137,24 +152,36 @@ int main(int argc, char** argv) {
     problem main_problem(device, stream, n);
     const double bytes = 3.0 * static_cast<double>(n) * sizeof(float);
 
-    for (const variant& v : variants) {
+    // Every variant checked and timed first, then the rows: each says its bandwidth as a
+    // fraction of Thrust's (the last variant).
+    std::string mismatches[variant_count];
+    double times_ms[variant_count] = {};
+    for (std::size_t k = 0; k < variant_count; ++k) {
+      const variant& v = variants[k];
       std::string mismatch = check(v.add, stream, main_problem);
       for (std::size_t size : edge_sizes) {
         if (!mismatch.empty()) break;
         problem edge(device, stream, size);
         mismatch = check(v.add, stream, edge);
       }
+      mismatches[k] = mismatch;
 
       // Several launches per timed sample, so that the host's time to launch the next one (a
       // few microseconds, more for Thrust's dispatch) overlaps a kernel instead of counting
       // as GPU time.
       constexpr int launches = 4;
-      const double ms = curt_example::median_ms(stream, 5, [&](curt::stream_ref s) {
-                          for (int i = 0; i < launches; ++i) main_problem.add(v.add, s);
-                        }) /
-                        launches;
-      table.row(v.name, std::to_string(n), mismatch.empty(), ms, bytes,
-                mismatch.empty() ? checked : mismatch);
+      const auto run_launches = [&](curt::stream_ref s) {
+        for (int i = 0; i < launches; ++i) main_problem.add(v.add, s);
+      };
+      times_ms[k] = curt_example::median_ms(stream, 5, run_launches) / launches;
+    }
+    const double thrust_ms = times_ms[variant_count - 1];
+    for (std::size_t k = 0; k < variant_count; ++k) {
+      char of_thrust[32];
+      std::snprintf(of_thrust, sizeof of_thrust, "%.3fx Thrust; ",
+                    times_ms[k] > 0 ? thrust_ms / times_ms[k] : 0.0);
+      table.row(variants[k].name, std::to_string(n), mismatches[k].empty(), times_ms[k], bytes,
+                mismatches[k].empty() ? of_thrust + checked : mismatches[k]);
     }
     return table.print();
   });
