@@ -1,7 +1,6 @@
 // curt/curt.hpp: the whole library but the opt-in headers, which need more than CUDA's runtime:
-// cccl.hpp, span.hpp, memory_resource.hpp (CCCL) and nccl.hpp (NCCL). Using their features
-// without them stops at a static_assert that names the header. Each header can also be
-// included alone.
+// cccl.hpp, span.hpp, memory_resource.hpp (CCCL) and nccl.hpp (NCCL). Using their features without
+// them stops at a static_assert that names the header. Each header can also be included alone.
 #pragma once
 
 #include <curt/core/context.hpp>

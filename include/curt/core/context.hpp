@@ -198,10 +198,9 @@ class context_scope {
 
 }  // namespace detail
 
-/// Makes device `d` the target of runtime calls for a scope, through the driver: a context of
-/// `d` that is current already (the user's own, a green context's) stays current; otherwise d's
-/// primary context is pushed, and popped at the end. The thread is left exactly as it was: with
-/// no context when it had none, with the user's context when it had one.
+/// Makes device `d` the target of runtime calls for a scope, through the driver: a context of `d`
+/// current already (the user's own, a green context's) stays; otherwise d's primary context is
+/// pushed, and popped at the end. The thread is left exactly as it was (no context, or the user's).
 class device_guard {
  public:
   explicit device_guard(device d) {

@@ -1,8 +1,7 @@
 // curt/core/deferred.hpp: what CUDA's callback threads leave for a user thread.
 //
-// Host functions and CUDA user objects run on a runtime thread where CUDA calls are not
-// allowed. So what they leave behind waits in one process-wide table until a user thread picks
-// it up:
+// Host functions and CUDA user objects run on a runtime thread where CUDA calls are not allowed. So
+// what they leave behind waits in one process-wide table until a user thread picks it up:
 // - callables (and values a graph kept) whose captures may own CUDA resources, destroyed at the
 //   next drain: a synchronize() or ready() of a stream, event or device, or a stream's
 //   destruction, points where the user waits or polls anyway (not the middle of other work: a

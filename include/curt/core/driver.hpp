@@ -104,12 +104,11 @@ inline void* driver_function_or_null(const char* symbol, int cuda_version,
   return found == cudaDriverEntryPointSuccess ? function : nullptr;
 }
 
-/// Looks a driver function up by name and ABI version; throws a cuda_error that names the
-/// function and the versions when the driver lacks it. `flavour`: cudaEnableLegacyStream (a
-/// stream handle of 0 means the legacy default stream) or cudaEnablePerThreadDefaultStream. The
-/// per-thread flavours of stream functions older than CUDA 7.0 exist only from the 7.0 ABI on,
-/// which serves when the function did not change in between (the driver gives the same legacy
-/// function for both ABIs).
+/// Looks a driver function up by name and ABI version; throws a cuda_error that names the function
+/// and the versions when the driver lacks it. `flavour`: cudaEnableLegacyStream (a stream handle of
+/// 0 means the legacy default stream) or cudaEnablePerThreadDefaultStream. The per-thread flavours
+/// of stream functions older than CUDA 7.0 exist only from the 7.0 ABI on, which serves when the
+/// function did not change in between (the driver gives the same legacy function for both ABIs).
 inline void* find_driver_function(const char* symbol, int cuda_version,
                                   unsigned long long flavour = cudaEnableLegacyStream) {
   const std::string call = fmt("cudaGetDriverEntryPointByVersion(\"%s\", %s)", symbol,

@@ -243,10 +243,9 @@ struct explainer {
   const void* function = nullptr;
   std::string (*call)(const void*) = nullptr;
 };
-/// The throw path of a failed call: reads the driver's log first (before `explain`, which may
-/// call CUDA and log more, says what curt found), clears the thread's last error, says when the
-/// context is lost, and picks the exception type (Error, a cuda_error; out_of_memory for CUDA's
-/// out-of-memory codes).
+/// The throw path of a failed call: reads the driver's log before `explain` (what curt found; it
+/// may call CUDA and log more), clears the thread's last error, says when the context is lost, and
+/// throws Error (a cuda_error) or, for CUDA's out-of-memory codes, out_of_memory.
 template <class Error = cuda_error>
 [[noreturn]] CURT_COLD void throw_error(std::error_code code, std::string call, const char* file,
                                         int line, explainer explain = "") {
@@ -266,8 +265,7 @@ template <class Error = cuda_error>
   throw cuda_error(status, std::move(call), std::move(explanation), location(file, line));
 }
 
-/// One argument of a call, for the description of a failure: a word ("stream") or a named
-/// number ({"device", 1}).
+/// An argument in a failed call's description: a word ("stream") or a named number ({"device", 1}).
 struct call_argument {
   call_argument(const char* word) noexcept : text(word) {}  // NOLINT: {"stream", what}
   call_argument(const char* name_, long long value_) noexcept : name(name_), value(value_) {}

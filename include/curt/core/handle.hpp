@@ -14,9 +14,8 @@
 
 namespace curt {
 
-/// Tag for an owner that is made empty on purpose (a class member filled in later, a slot in a
-/// container): `curt::stream s(curt::no_handle);`. Using it fails loudly until a real one is
-/// assigned.
+/// Tag for an owner made empty on purpose (a class member filled in later, a slot in a container):
+/// `curt::stream s(curt::no_handle);`. Using it fails loudly until a real one is assigned.
 struct no_handle_t {
   explicit constexpr no_handle_t() = default;
 };

@@ -163,8 +163,7 @@ class event : public detail::unique_handle<event_ref, detail::event_traits> {
 
  public:
   /// Creates an event on device `d` (in the context current for d, else d's primary context).
-  explicit event(device d, event_flags flags = event_flags::none)
-      : base(detail::state_handle<cudaEvent_t>(detail::handle_state::empty)) {
+  explicit event(device d, event_flags flags = event_flags::none) : base(no_handle) {
     unsigned native_flags = to_native(flags);
     device_guard guard(d);
     cudaEvent_t created = nullptr;
@@ -173,8 +172,7 @@ class event : public detail::unique_handle<event_ref, detail::event_traits> {
     handle_ = created;
   }
   /// An empty owner: every use throws until an event is assigned.
-  explicit event(no_handle_t) noexcept
-      : base(detail::state_handle<cudaEvent_t>(detail::handle_state::empty)) {}
+  explicit event(no_handle_t) noexcept : base(no_handle) {}
 
   /// Takes ownership of a native event (not null).
   static event from_native_handle(cudaEvent_t handle) {
@@ -207,9 +205,8 @@ class event : public detail::unique_handle<event_ref, detail::event_traits> {
   explicit event(cudaEvent_t handle) noexcept : base(handle) {}
 };
 
-/// An event made for timing: event_flags::timing always, with `flags` (blocking_sync) added.
-/// curt::elapsed of two of them never fails for want of the flag, as it does at run time for
-/// the cheaper untimed curt::event.
+/// An event always made with event_flags::timing (plus `flags`: blocking_sync): curt::elapsed of
+/// two never fails for want of it, as it does at run time for the cheaper, untimed curt::event.
 class timed_event : public event {
  public:
   explicit timed_event(device d, event_flags flags = event_flags::none)

@@ -217,14 +217,7 @@ class green_context
   curt::stream make_stream(int priority = 0) const {
     CUgreenCtx h = native("make_stream()");
     const std::string call = detail::fmt("curt::green_context::make_stream(priority %d)", priority);
-    if (priority != 0) {  // 0 is the least priority of every device
-      const auto [greatest, least] = device().stream_priority_range();
-      if (priority < greatest || priority > least)
-        detail::raise(cudaErrorInvalidValue, call,
-                      detail::fmt("priority %d is outside the device's range [%d, %d] (lower "
-                                  "numbers run first)", priority, greatest, least),
-                      __FILE__, __LINE__);
-    }
+    detail::check_stream_priority(device(), priority, call);
     CUstream created = nullptr;
     {
       detail::context_scope in(detail::context_for(h));
@@ -243,10 +236,8 @@ class green_context
   green_context(curt::device d, const sm_resource* first, std::size_t count)
       : base(empty_ref()) {
     device_ = d.ordinal();
-    detail::entries<detail::resource_tag> tags;
-    detail::entries<detail::driver_fn::dev_resource> natives;
-    tags.resize(count);
-    natives.resize(count);
+    detail::entries<detail::resource_tag> tags(count);
+    detail::entries<detail::driver_fn::dev_resource> natives(count);
     unsigned total = 0;
     for (std::size_t i = 0; i < count; ++i) {
       tags[i] = first[i].tag_;

@@ -210,14 +210,12 @@ class sm_resource {
   unsigned long long split_id() const noexcept { return tag_.split; }
   /// Its group's index in its split; for the remainder, the split's number of groups.
   unsigned index() const noexcept { return tag_.index; }
-  /// The driver's resource (a CUdevResource, complete where <cuda.h> is included), for raw
-  /// driver calls.
+  /// The driver's CUdevResource (complete where <cuda.h> is included), for raw driver calls.
   const CUdevResource_st& native() const noexcept {
     return reinterpret_cast<const CUdevResource_st&>(native_);
   }
 
-  /// How many groups of at least `min_sm_count` SMs a split would make (the driver's dry run;
-  /// nothing is split).
+  /// How many groups of at least `min_sm_count` SMs a split would make (the driver's dry run).
   unsigned max_groups(unsigned min_sm_count, sm_split_flags flags = sm_split_flags::none) const;
 
   /// Splits this whole set into up to `groups` groups of at least `min_sm_count` SMs (0: the
@@ -338,8 +336,7 @@ inline sm_split sm_resource::split(unsigned groups, unsigned min_sm_count, sm_sp
                   refused.why, __FILE__, __LINE__);
   // The driver makes no more groups than the set has SMs: a larger capacity changes nothing.
   const unsigned capacity = groups < sm_count() ? groups : (sm_count() > 0 ? sm_count() : 1u);
-  detail::entries<detail::driver_fn::dev_resource> made;
-  made.resize(capacity);
+  detail::entries<detail::driver_fn::dev_resource> made(capacity);
   detail::driver_fn::dev_resource remaining{};
   unsigned count = capacity;
   const int status = CURT_DETAIL_DRIVER_FUNCTION(cuDevSmResourceSplitByCount, 12040)(

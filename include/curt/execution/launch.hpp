@@ -1,5 +1,4 @@
-// curt/execution/launch.hpp: kernel launch through cudaLaunchKernelEx with a named launch
-// configuration.
+// curt/execution/launch.hpp: kernel launch through cudaLaunchKernelEx with a named configuration.
 //
 //   curt::launch(stream, curt::launch_config(grid, block).cluster_dims(2), kernel, args...);
 //   curt::launch(stream, config, [=] __device__ (int n) { ... }, n);  // nvcc --extended-lambda
@@ -65,9 +64,8 @@ CURT_DETAIL_DRIVER_TYPE(cuGreenCtxGetDevResource_v12040, CUgreenCtx green, dev_r
 
 namespace curt {
 
-/// Blocks needed to cover `count` items with `per_block` items per block: count / per_block
-/// rounded up, in the common type of the two (no overflow near its maximum, no narrowing).
-/// Both must be non-negative and per_block positive.
+/// Blocks to cover `count` items, `per_block` per block: count / per_block rounded up, in the two's
+/// common type (no overflow near its maximum, no narrowing). count >= 0; per_block > 0.
 template <class T, class U>
 constexpr std::common_type_t<T, U> ceil_div(T count, U per_block) noexcept {
   static_assert(std::is_integral_v<T> && std::is_integral_v<U>, "curt::ceil_div takes integers");
@@ -76,8 +74,7 @@ constexpr std::common_type_t<T, U> ceil_div(T count, U per_block) noexcept {
                         (static_cast<R>(count) % static_cast<R>(per_block) != 0 ? 1 : 0));
 }
 
-/// Grid, block, dynamic shared memory and launch attributes, set by name. Setting an attribute
-/// twice keeps the last value.
+/// Grid, block, dynamic shared memory and launch attributes, set by name; the last setting wins.
 class launch_config {
  public:
   launch_config() = default;
@@ -206,9 +203,8 @@ inline unsigned long long volume(dim3 d) {
   return static_cast<unsigned long long>(d.x) * d.y * d.z;
 }
 
-// The launch error path below is made of templates (the config's type is a parameter, always
-// cudaLaunchConfig_t): their bodies are compiled only in translation units that launch, not in
-// every file that includes curt.
+// The launch error path below is templates over the config's type (always cudaLaunchConfig_t):
+// compiled only in translation units that launch, not in every file that includes curt.
 
 // The kernel's name as written in the source (demangled where the compiler lets us).
 template <class Kernel>
@@ -494,9 +490,8 @@ using if_functor = std::enable_if_t<
 }  // namespace detail
 
 /// The __global__ function curt launches for a functor of type Function with arguments of these
-/// types (decayed; a curt buffer becomes a view of its elements), for occupancy queries and
-/// kernel attributes. Prefer kernel_for(), which deduces the types from the very values the
-/// launch passes.
+/// types (decayed; a curt buffer becomes a view of its elements), for occupancy queries and kernel
+/// attributes. Prefer kernel_for(), which deduces the types from the very values the launch passes.
 template <class Function, class... Args>
 constexpr auto functor_kernel() noexcept {
   return &detail::functor_kernel<std::decay_t<Function>, detail::kernel_argument_t<Args>...>;

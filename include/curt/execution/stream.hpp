@@ -16,13 +16,11 @@
 // Synchronize, query, waits, records and destruction go through the driver, which runs them in
 // the stream's own context: on a thread with no current context they make none current.
 //
-// Host functions: stream.host_call(f) runs f on a runtime thread once the work before it is done.
-// f must not call CUDA (a rule of cudaLaunchHostFunc); f itself is destroyed later on a user
-// thread (see core/deferred.hpp), so its captures may own CUDA resources. An exception f throws
-// is rethrown by the next synchronize() of that stream through curt (the first one; later ones
-// are dropped). If the owner destroys the stream first, or f ran as a node of a captured graph
-// (where it runs on every launch), the exception goes to the error handler
-// (curt::set_error_handler) as a curt::host_function_error.
+// Host functions: host_call(f) runs f on a runtime thread after the work before it. f must not call
+// CUDA (cudaLaunchHostFunc's rule); it is destroyed later on a user thread (core/deferred.hpp), so
+// its captures may own CUDA resources. The stream's next synchronize() through curt rethrows f's
+// first exception (later ones are dropped); if the owner destroys the stream first, or f ran in a
+// captured graph (at every launch), it goes to the error handler as a curt::host_function_error.
 #pragma once
 
 #include <curt/core/context.hpp>
@@ -99,6 +97,18 @@ inline cudaEvent_t make_wait_event(cudaStream_t stream) {
   check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
         "cudaEventCreateWithFlags(wait event)", __FILE__, __LINE__);
   return e;
+}
+
+// Refuses a priority outside d's range, naming `call`. 0 is the least priority of every device
+// (both ends are 0 where priorities are not supported): the default needs no query.
+inline void check_stream_priority(curt::device d, int priority, explainer call) {
+  if (priority == 0) return;
+  const auto [greatest, least] = d.stream_priority_range();
+  if (CURT_UNLIKELY(priority < greatest || priority > least))
+    raise(cudaErrorInvalidValue, call(),
+          fmt("priority %d is outside the device's range [%d, %d] (lower numbers run first)",
+              priority, greatest, least),
+          __FILE__, __LINE__);
 }
 
 }  // namespace detail
@@ -384,8 +394,7 @@ inline stream adopt_stream(cudaStream_t handle, shared_state* hold);
 struct async_memory_kind;
 }  // namespace detail
 
-/// An owning stream. Move-only; destroying it does not wait for its work (CUDA frees the stream
-/// once that work is done).
+/// An owning stream. Move-only; destroying it does not wait for its work (CUDA frees it once done).
 class stream
     : public detail::unique_handle<stream_ref, detail::stream_traits, detail::stream_state> {
   using base = detail::unique_handle<stream_ref, detail::stream_traits, detail::stream_state>;
@@ -395,8 +404,10 @@ class stream
   /// `priority` must lie in d.stream_priority_range() (lower numbers run first); out of range is
   /// an error, not clamped.
   explicit stream(curt::device d, stream_flags flags = stream_flags::non_blocking, int priority = 0)
-      : base(empty_ref()) {
-    check_priority(d, priority);
+      : base(no_handle) {
+    detail::check_stream_priority(d, priority, [&] {
+      return detail::fmt("curt::stream(device %d, priority %d)", d.ordinal(), priority);
+    });
     device_guard guard(d);
     cudaStream_t created = nullptr;
     detail::check(
@@ -409,7 +420,7 @@ class stream
   /// A stream of `d` with `priority` and the default flags (non-blocking).
   stream(curt::device d, int priority) : stream(d, stream_flags::non_blocking, priority) {}
   /// An empty owner: every use throws until a stream is assigned.
-  explicit stream(no_handle_t) noexcept : base(empty_ref()) {}
+  explicit stream(no_handle_t) noexcept : base(no_handle) {}
 
   /// Takes ownership of a native stream (not a default stream, not null).
   static stream from_native_handle(cudaStream_t handle) { return adopt(handle, nullptr); }
@@ -426,10 +437,6 @@ class stream
     s.own(handle);
     return s;
   }
-  static stream_ref empty_ref() noexcept {
-    return stream_ref(detail::state_handle<cudaStream_t>(detail::handle_state::empty));
-  }
-  static void check_priority(curt::device d, int priority);
   // Takes `handle` and makes its wait event; on failure the stream is destroyed again.
   void own(cudaStream_t handle) {
     handle_ = handle;
@@ -463,19 +470,6 @@ inline void detail::stream_traits::release(stream_state& state) {
   if (state.wait_event)
     report(CURT_DETAIL_DRIVER_FUNCTION(cuEventDestroy, 4000)(state.wait_event),
            "cuEventDestroy(wait event)", __FILE__, __LINE__);
-}
-
-inline void stream::check_priority(curt::device d, int priority) {
-  // 0 is the least priority of every device (both ends are 0 where priorities are not
-  // supported): the default needs no query.
-  if (priority == 0) return;
-  const auto [greatest, least] = d.stream_priority_range();
-  if (CURT_UNLIKELY(priority < greatest || priority > least))
-    detail::raise(cudaErrorInvalidValue,
-                  detail::fmt("curt::stream(device %d, priority %d)", d.ordinal(), priority),
-                  detail::fmt("priority %d is outside the device's range [%d, %d] (lower numbers "
-                              "run first)", priority, greatest, least),
-                  __FILE__, __LINE__);
 }
 
 /// Times a region of work on a stream: records a start event now and a stop event at stop().

@@ -17,9 +17,8 @@
 
 namespace curt {
 
-/// How a conditional handle's value starts each launch of its graph: always with its default
-/// value (curt asks CUDA to assign it whatever the flags say; assign_default is kept for code
-/// that names it).
+/// Each launch of its graph starts a conditional handle at its default value, whatever the flags
+/// say (curt always asks CUDA to assign it; assign_default is kept for code that names it).
 enum class conditional_flags : unsigned {
   none = 0,
   assign_default = cudaGraphCondAssignDefault,

@@ -120,8 +120,7 @@ CURT_COLD auto diagnose(Describe&& describe, const Where&... where) -> decltype(
   (void)cudaGetLastError();
   return result;
 }
-// Runs `call`, a CUDA call, in context_scope(where...) and returns its status, so that a failure
-// is explained and thrown after the scope.
+// Runs a CUDA `call` in context_scope(where...); returns its status, to explain and throw after it.
 template <class Call, class... Where>
 cudaError_t call_in(const Call& call, const Where&... where) {
   context_scope in(where...);

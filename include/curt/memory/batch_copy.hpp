@@ -429,7 +429,6 @@ class copy_3d_batch : public detail::copy_batch_base<copy_3d_batch> {
     op.extent = cudaExtent{row, size.height, size.depth};
     op.srcAccessOrder = attributes.native().srcAccessOrder;
     op.flags = attributes.native().flags;
-    operations_.reserve_one_more();
     operations_.push_back(op);
     added(attributes.order());
     return *this;

@@ -171,9 +171,8 @@ class buffer : public memory_owner<T, Kind> {
 
 }  // namespace detail
 
-/// count elements of T in device memory of device d (cudaMalloc, in d's primary context or a
-/// context of d current already). Not initialized. Throws curt::out_of_memory when d has too
-/// little.
+/// count uninitialized elements of T in device memory of device d (cudaMalloc, in a context of d
+/// current already, else d's primary context). Throws curt::out_of_memory when d has too little.
 template <class T>
 class device_buffer : public detail::buffer<T, detail::device_memory_kind> {
   using base = detail::buffer<T, detail::device_memory_kind>;

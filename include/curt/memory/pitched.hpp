@@ -172,8 +172,7 @@ CURT_COLD std::string extent_text(const basic_pitched_buffer<T, D>& p) {
   return extent_text(p.width(), p.height(), extent_of(p).depth, D == 3);
 }
 
-// Copies between a pitched buffer and a dense range of its extents (`to_pitched` says which
-// way) on `stream`.
+// Copies a pitched buffer to or from (`to_pitched`) a dense range of its extents, on `stream`.
 template <class E, class T, int D>
 void copy_dense(const basic_pitched_buffer<T, D>& pitched, E* dense, std::size_t count,
                 bool to_pitched, cudaStream_t stream) {

@@ -411,8 +411,7 @@ class memory_pool
     set_access(accessible_from, pool_access::read_write);
   }
   /// An empty owner: every use throws until a pool is assigned.
-  explicit memory_pool(no_handle_t) noexcept
-      : base(detail::state_handle<cudaMemPool_t>(detail::handle_state::empty)) {}
+  explicit memory_pool(no_handle_t) noexcept : base(no_handle) {}
 
   /// Takes ownership of a pool the caller created with these properties.
   static memory_pool from_native_handle(cudaMemPool_t handle,

@@ -48,8 +48,7 @@ class posix_fd : public detail::unique_handle<detail::fd_handle, detail::fd_trai
   using base = detail::unique_handle<detail::fd_handle, detail::fd_traits>;
 
  public:
-  explicit posix_fd(no_handle_t) noexcept
-      : base(detail::fd_handle(detail::state_handle<void*>(detail::handle_state::empty))) {}
+  explicit posix_fd(no_handle_t) noexcept : base(no_handle) {}
   /// Takes ownership of an open descriptor (one received over a socket, for instance).
   static posix_fd adopt(int fd) {
     if (fd < 0)

@@ -97,13 +97,12 @@ std::false_type derives_from_std_array(const void*);
 template <class R>
 struct is_std_array : decltype(derives_from_std_array(static_cast<const R*>(nullptr))) {};
 
-/// Whether a range passed as `R&&` (R deduced) may still exist after the call returns: an
-/// lvalue, or a temporary of a type that can be a view (trivially copyable, not a std::array
-/// or a class derived from one). Other trivially copyable owners (cuda::std::array, a struct
-/// holding an array) cannot be told from views by their type: check_kept_range refuses them at
-/// run time.
-/// A temporary std::vector, std::array or curt buffer owns its elements and frees them at the end
-/// of the full expression, before asynchronous work reads or writes them.
+/// Whether a range passed as `R&&` (R deduced) may still exist after the call returns: an lvalue,
+/// or a temporary of a type that can be a view (trivially copyable, not a std::array or derived
+/// from one). A temporary std::vector, std::array or curt buffer owns its elements and frees them
+/// at the end of the full expression, before asynchronous work reads or writes them. Other
+/// trivially copyable owners (cuda::std::array, a struct holding an array) cannot be told from
+/// views by their type: check_kept_range refuses them at run time.
 template <class R>
 inline constexpr bool outlives_call_v =
     std::is_lvalue_reference_v<R> ||

@@ -48,8 +48,7 @@ detail::span_of_t<std::remove_reference_t<Range>> span(Range&& range) {
   return {range.data(), static_cast<std::size_t>(range.size())};
 }
 
-/// `count` elements of `range` from `offset`; throws a cuda_error naming the numbers when they
-/// do not lie within the range.
+/// `count` elements of `range` from `offset`; out of range, throws a cuda_error naming the numbers.
 template <class Range, std::enable_if_t<detail::outlives_call_v<Range&&>, int> = 0>
 detail::span_of_t<std::remove_reference_t<Range>> span(Range&& range, std::size_t offset,
                                                        std::size_t count) {
@@ -63,8 +62,7 @@ detail::span_of_t<std::remove_reference_t<Range>> span(Range&& range, std::size_
   return {data + offset, count};
 }
 
-/// A span of a temporary that owns its elements (a std::vector, a curt buffer) would dangle at
-/// the end of the statement.
+/// A span of a temporary that owns its elements (a std::vector, a curt buffer) would dangle.
 template <class Range, std::enable_if_t<!detail::outlives_call_v<Range&&>, int> = 0>
 void span(Range&& range) = delete;
 template <class Range, std::enable_if_t<!detail::outlives_call_v<Range&&>, int> = 0>

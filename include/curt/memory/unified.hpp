@@ -197,9 +197,8 @@ inline memory_location last_prefetch_location(const void* pointer, std::size_t b
 /// (the runtime reports legacy ids, so a host NUMA node is reported as host()).
 inline location_list accessed_by(const void* pointer, std::size_t bytes) {
   const std::size_t capacity = static_cast<std::size_t>(device_count()) + 1;  // devices, host
-  detail::entries<int> ids;
-  ids.reserve(capacity);
-  for (std::size_t i = 0; i < capacity; ++i) ids.push_back(cudaInvalidDeviceId);
+  detail::entries<int> ids(capacity);
+  for (int& id : ids) id = cudaInvalidDeviceId;
   {
     detail::context_scope in(detail::for_memory, pointer);
     detail::check_range(cudaMemRangeGetAttribute(ids.data(), capacity * sizeof(int),

@@ -121,9 +121,8 @@ CURT_COLD inline void nccl_restore_runtime_device(int saved) noexcept {
   }
 }
 
-/// Runs `call` (NCCL's) in the scope `enter()` returns (a device_guard, a context_scope), then
-/// puts back the context that scope made current and, on a thread that had none, the runtime
-/// device.
+/// Runs `call` (NCCL's) in the scope `enter()` returns (a device_guard, a context_scope), then puts
+/// back the context that scope made current and, on a thread that had none, the runtime device.
 template <class Enter, class Call>
 ncclResult_t nccl_call(Enter&& enter, Call&& call) {
   int runtime_device = -1;

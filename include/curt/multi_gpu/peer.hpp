@@ -1,6 +1,5 @@
-// curt/multi_gpu/peer.hpp: peer access between devices (a kernel on one device reading and
-// writing another device's memory), its RAII scope, and what the link between two devices
-// supports.
+// curt/multi_gpu/peer.hpp: peer access between devices (a kernel on one device reading and writing
+// another device's memory), its RAII scope, and what the link between two devices supports.
 //
 //   if (curt::can_access_peer(gpu0, gpu1)) {
 //     curt::peer_access_scope access(gpu0, gpu1);   // kernels on gpu0 may address gpu1's memory
@@ -141,10 +140,9 @@ inline bool enable_peer_access(device d, device peer) {
   return detail::set_peer_access(d, peer, true);
 }
 
-/// Disables access from device `d`'s context to `peer`'s memory (cudaDeviceDisablePeerAccess in
-/// d's context), whatever scopes are alive. Returns true when it was enabled, false when it was
-/// not (not an error). Where d has no context yet, nothing can have been enabled: false, and no
-/// context is made.
+/// Disables access from device `d`'s context to `peer`'s memory (cudaDeviceDisablePeerAccess in d's
+/// context), whatever scopes are alive. Returns true when it was enabled, false when it was not
+/// (not an error). Where d has no context yet, nothing can have been enabled: false, none is made.
 inline bool disable_peer_access(device d, device peer) {
   detail::require_two_devices("curt::disable_peer_access", d, peer);
   const int o = d.ordinal();  // does device_guard(d) find a context that exists, or make one?
