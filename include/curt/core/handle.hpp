@@ -97,13 +97,13 @@ class unique_handle : public Ref {
   unique_handle(const unique_handle&) = delete;
   unique_handle& operator=(const unique_handle&) = delete;
   unique_handle(unique_handle&& other) noexcept
-      : Ref(other), state_(std::exchange(other.state_, State())) {
+      : Ref(std::move(other)), state_(std::exchange(other.state_, State())) {
     other.handle_ = state_handle<handle_type>(handle_state::moved_from);
   }
   unique_handle& operator=(unique_handle&& other) noexcept {
     if (this != &other) {
       reset();
-      Ref::operator=(other);
+      Ref::operator=(std::move(other));
       state_ = std::exchange(other.state_, State());
       other.handle_ = state_handle<handle_type>(handle_state::moved_from);
     }

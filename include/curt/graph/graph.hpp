@@ -201,6 +201,10 @@ struct exec_state {
   void keep_in_graph() const noexcept {
     for (host_node_callable* c = current; c; c = c->next_current) c->original->adopt(c->task);
   }
+  void hand_over() const noexcept {  // before a whole update; not in destroy (a g++ false warning)
+    keep_in_graph();
+    current = nullptr;
+  }
 };
 }  // namespace detail
 
@@ -235,9 +239,8 @@ class graph_ref {
   std::vector<cudaGraphNode_t> nodes() const {
     cudaGraph_t g = native("nodes()");
     std::vector<cudaGraphNode_t> result(list_nodes(g, nullptr));
-    std::vector<cudaGraphNode_t> listed(list_nodes(g, &result));  // result.resize(), cheaper
-    for (std::size_t i = 0; i < listed.size() && i < result.size(); ++i) listed[i] = result[i];
-    return listed;
+    (void)list_nodes(g, &result);  // the same count: a graph is not changed during a query
+    return result;
   }
   /// Every edge, with its data.
   std::vector<graph_edge> edges() const {
@@ -468,14 +471,12 @@ class graph_exec
   }
   /// As graph_exec_ref's, remembered (see update_host_node).
   void update(graph_ref from) const {
-    state_.keep_in_graph();
-    state_.current = nullptr;
+    state_.hand_over();
     graph_exec_ref::update(from);
     state_.updated = true;
   }
   graph_update_result try_update(graph_ref from) const {
-    state_.keep_in_graph();
-    state_.current = nullptr;
+    state_.hand_over();
     graph_update_result result = graph_exec_ref::try_update(from);
     state_.updated = state_.updated || static_cast<bool>(result);
     return result;

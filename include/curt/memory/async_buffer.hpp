@@ -126,8 +126,7 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
   }
   /// Frees now, on the buffer's stream (after the work submitted to it so far).
   void free() {
-    const detail::free_place where = this->place_;
-    detail::free_async(this->take_for_free("free()"), where);
+    detail::free_async(this->take_for_free("free()"), this->place_);  // take_for_free keeps it
   }
   /// Frees now on `other`, which the caller has ordered after every use of the memory.
   void free(stream_ref other) {
