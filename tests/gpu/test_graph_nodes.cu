@@ -795,6 +795,53 @@ TEST_CASE("update_host_node through an owner frees each replaced callable once i
   CHECK(destructor_errors.count() == 0);
 }
 
+// A refused whole update leaves the executable graph as it was, still calling the owner's
+// replacements: the owner must keep freeing them as it did (found by review: they were handed to
+// the graph before CUDA was asked, and each refused try_update kept one until the graph died).
+TEST_CASE("a refused whole update through an owner leaves its host-node replacements to it: each "
+          "is still freed once its successor has run",
+          "[graph][nodes]") {
+  curt::device d(0);
+  curt::stream s(d);
+  destructor_error_counter destructor_errors;
+  auto seen = std::make_shared<std::atomic<int>>(-1);
+  curt::graph g = curt::graph::create();
+  curt::graph_node host = curt::add_host_node(g, {}, [seen] { seen->store(0); });
+  curt::graph other = curt::graph::create();  // another topology: CUDA refuses the update
+  curt::graph_node o1 = curt::add_host_node(other, {}, [] {});
+  (void)curt::add_host_node(other, {o1}, [] {});
+  curt::graph_exec exec = g.instantiate();
+  const int rounds = 20 + static_cast<int>(random_size() % 20);
+  std::vector<std::shared_ptr<lifetime>> lives;
+  for (int i = 1; i <= rounds; ++i) {
+    lives.push_back(std::make_shared<lifetime>());
+    curt::update_host_node(exec, host, [seen, i, p = probe(lives.back())] { seen->store(i); });
+    if (i % 3 == 0)
+      require_cuda_error([&] { exec.update(other); }, cudaErrorGraphExecUpdateFailure,
+                         {"cudaGraphExecUpdate"});
+    else
+      REQUIRE_FALSE(exec.try_update(other));
+    exec.launch(s);  // still the replacement: the refused update changed nothing
+    s.synchronize();
+    REQUIRE(seen->load() == i);
+  }
+  int alive = 0;
+  for (const auto& life : lives) alive += life->destroyed.load() == 0;
+  INFO(alive << " of " << rounds << " callables alive after " << rounds << " refused updates");
+  CHECK(alive == 1);
+  // Host nodes can still be updated through the owner, and an accepted update then hands over.
+  curt::graph same = curt::graph::create();
+  (void)curt::add_host_node(same, {}, [seen] { seen->store(-7); });
+  REQUIRE(exec.try_update(same));
+  exec.launch(s);
+  s.synchronize();
+  CHECK(seen->load() == -7);
+  exec = curt::graph_exec(curt::no_handle);
+  g = curt::graph(curt::no_handle);
+  CHECK(eventually([&] { return lives.back()->destroyed.load() == 1; }, [&] { s.synchronize(); }));
+  CHECK(destructor_errors.count() == 0);
+}
+
 // A whole update drops the references to the first graph's callables, which held the owner's
 // replacements once it handed them over: it must hand them over before, while they are alive
 // (found by review: handed over at the owner's end, into a callable already freed).

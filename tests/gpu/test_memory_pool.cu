@@ -17,6 +17,8 @@
 #include <curt/copy.hpp>
 #include <curt/device.hpp>
 #include <curt/error.hpp>
+#include <curt/graph.hpp>
+#include <curt/graph_capture.hpp>
 #include <curt/launch.hpp>
 #include <curt/memory_location.hpp>
 #include <curt/memory_pool.hpp>
@@ -27,8 +29,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <future>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -474,19 +478,95 @@ TEST_CASE("async_buffer frees on its stream, in stream order, or on another stre
     {
       curt::async_buffer<int> b = pool.allocate<int>(std::size_t(n), *gone);
       curt::async_buffer<int> c = curt::allocate_async<int>(std::size_t(n), *gone);
+      curt::async_buffer<int> adopted = curt::async_buffer<int>::adopt(
+          static_cast<int*>(pool.allocate_async(b.size_bytes(), 256, *gone)), b.size(), *gone);
       curt::launch(*gone, config_for(n), fill, b.data(), n, value);
       curt::launch(*gone, config_for(n), fill, c.data(), n, value + 1);
       CURT_CHECK(cudaMemcpyAsync(back.data(), b.data(), b.size_bytes(), cudaMemcpyDefault, *gone));
       gone.reset();  // the member order { async_buffer b; stream s; } does this
-      curt_test::require_cuda_error([&] { c.free(); }, cudaErrorInvalidResourceHandle,
-                                    {"cudaFreeAsync", "destroyed before the buffer", "cudaFree"});
+      curt_test::require_cuda_error(
+          [&] { c.free(); }, cudaErrorInvalidResourceHandle,
+          {"cudaFreeAsync", "destroyed before the buffer", "after the stream's last work"});
       CHECK_FALSE(c.valid());
-    }  // b's destructor reports the same
+    }  // b's and adopted's destructors report the same
+    curt::set_error_handler(previous);
+    REQUIRE(reports.size() == 2);
+    CHECK(reports[0].find("destroyed before the buffer") != std::string::npos);
+    CHECK(reports[1].find("destroyed before the buffer") != std::string::npos);
+    CURT_CHECK(cudaDeviceSynchronize());  // the frees are stream-ordered
+    CHECK(back == std::vector<int>(std::size_t(n), value));  // the work before it still ran
+    CHECK(pool.used_memory() == 0);
+  }
+  SECTION("its curt::stream destroyed first: the free waits for that stream's work only") {
+    // Work on another stream that only the host ends (a persistent kernel) must not hold the
+    // free up, and the free must still come after the destroyed stream's last work.
+    static std::vector<std::string> reports;
+    reports.clear();
+    curt::error_handler previous = curt::set_error_handler(
+        [](const std::exception& e) noexcept { reports.emplace_back(e.what()); });
+    curt_test::host_gate unrelated, last_work;
+    unrelated.block(other);
+    device_array<int> copy(static_cast<std::size_t>(n));
+    std::optional<curt::stream> gone(std::in_place, gpu);
+    {
+      curt::async_buffer<int> b = pool.allocate<int>(std::size_t(n), *gone);
+      curt::launch(*gone, config_for(n), fill, b.data(), n, value);
+      last_work.block(*gone);
+      CURT_CHECK(cudaMemcpyAsync(copy.get(), b.data(), b.size_bytes(), cudaMemcpyDeviceToDevice,
+                                 *gone));  // reads b after the gate
+      gone.reset();
+    }  // b's free: reported, queued after the gate, waiting for neither gate here
+    CHECK_FALSE(other.ready());  // a device-wide wait would have waited for `other`'s gate
+    CHECK(cudaStreamQuery(cudaStreamPerThread) == cudaErrorNotReady);  // the free waits
+    last_work.open();
+    unrelated.open();
+    CURT_CHECK(cudaDeviceSynchronize());
     curt::set_error_handler(previous);
     REQUIRE(reports.size() == 1);
     CHECK(reports[0].find("destroyed before the buffer") != std::string::npos);
-    CHECK(back == std::vector<int>(std::size_t(n), value));  // the work before it still ran
+    CHECK(copy.download() == std::vector<int>(std::size_t(n), value));
     CHECK(pool.used_memory() == 0);
+  }
+  SECTION("its curt::stream destroyed first, freed while another thread captures") {
+    // The late free must not be an unsafe call for another thread's global-mode capture.
+    static std::vector<std::string> reports;
+    reports.clear();
+    curt::error_handler previous = curt::set_error_handler(
+        [](const std::exception& e) noexcept { reports.emplace_back(e.what()); });
+    std::optional<curt::stream> gone(std::in_place, gpu);
+    std::optional<curt::async_buffer<int>> b(pool.allocate<int>(std::size_t(n), *gone));
+    curt::launch(*gone, config_for(n), fill, b->data(), n, value);
+    gone.reset();
+    curt::stream capturing(gpu);
+    device_array<int> target(static_cast<std::size_t>(n));
+    std::promise<void> began, freed;
+    std::string capture_error;
+    std::size_t captured_nodes = 0;
+    std::thread capturer([&] {
+      bool signalled = false;
+      try {
+        curt::capture_scope capture(capturing);  // global mode
+        curt::launch(capturing, config_for(n), fill, target.get(), n, value);
+        began.set_value();
+        signalled = true;
+        freed.get_future().wait();
+        captured_nodes = capture.end().nodes().size();
+      } catch (const std::exception& e) {
+        capture_error = e.what();
+        if (!signalled) began.set_value();
+      }
+    });
+    began.get_future().wait();
+    b.reset();  // the late free, during the capture
+    freed.set_value();
+    capturer.join();
+    curt::set_error_handler(previous);
+    CHECK(capture_error == "");
+    CHECK(captured_nodes == 1);
+    REQUIRE(reports.size() == 1);
+    CHECK(reports[0].find("destroyed before the buffer") != std::string::npos);
+    CURT_CHECK(cudaDeviceSynchronize());
+    CHECK(pool.used_memory() == 0);  // freed, not leaked
   }
   SECTION("0 elements allocate nothing and free nothing") {
     curt::async_buffer<int> b = pool.allocate<int>(0, s);

@@ -55,9 +55,11 @@ struct host_task : deferred_task {
   }
 };
 
-// Ties `owned` to `graph` through a user object (destroyed on a user thread: deferred()).
+// Ties `owned` to `graph` through a user object (destroyed on a user thread: deferred()), which
+// goes to `*object_out` if asked for.
 template <class Task>
-Task& retain_in_graph(cudaGraph_t graph, std::unique_ptr<Task> owned) {
+Task& retain_in_graph(cudaGraph_t graph, std::unique_ptr<Task> owned,
+                      cudaUserObject_t* object_out = nullptr) {
   cudaUserObject_t object = nullptr;
   check(cudaUserObjectCreate(&object, owned.get(), &Task::release_from_graph, 1,
                              cudaUserObjectNoDestructorSync),  // the only flag 13.0 accepts
@@ -68,6 +70,7 @@ Task& retain_in_graph(cudaGraph_t graph, std::unique_ptr<Task> owned) {
     (void)cudaUserObjectRelease(object, 1);  // frees the task (through the deferred queue)
     check(status, "cudaGraphRetainUserObject(graph, graph-owned value)", __FILE__, __LINE__);
   }
+  if (object_out) *object_out = object;
   return *task;
 }
 

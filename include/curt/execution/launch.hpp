@@ -34,7 +34,8 @@
 #include <type_traits>
 #include <utility>
 
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(_CXXABI_H)  // curt's one <cxxabi.h> call
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(_CXXABI_H) && \
+    !defined(__CXXABI_H)  // curt's one <cxxabi.h> call (libstdc++'s and libc++abi's guards)
 namespace __cxxabiv1 { extern "C" char* __cxa_demangle(const char*, char*, std::size_t*, int*); }
 #endif
 

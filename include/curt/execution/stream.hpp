@@ -379,10 +379,24 @@ auto to_cccl(const Stream& stream) {  // deduced: its body is compiled, and the 
 }
 
 namespace detail {
+// What a destroyed curt::stream leaves to its buffers (async_buffer), which free after it: an
+// event recorded after its last work, its context, and what keeps that alive (a green context).
+struct stream_end {
+  atomic<bool> gone{false};
+  cudaEvent_t last_work = nullptr;  // all set before `gone`; none if recording failed
+  CUcontext context = nullptr;
+  shared_state* hold = nullptr;
+  ~stream_end() {  // (not copyable: the atomic)
+    if (last_work)
+      report(CURT_DETAIL_DRIVER_FUNCTION(cuEventDestroy, 4000)(last_work),
+             "cuEventDestroy(stream end)", __FILE__, __LINE__);
+    if (hold) hold->release();
+  }
+};
 struct stream_state {
   cudaEvent_t wait_event = nullptr;  // for waits on this stream, made in its context
   shared_state* hold = nullptr;      // what it keeps alive (the green context it was made in)
-  std::shared_ptr<atomic<bool>> alive;  // false once it is destroyed: its buffers check it
+  std::shared_ptr<stream_end> end;   // shared with its buffers
 };
 struct stream_traits {
   static void destroy(stream_ref& s, stream_state& state);
@@ -441,10 +455,10 @@ class stream
   void own(cudaStream_t handle) {
     handle_ = handle;
     state_.wait_event = detail::make_wait_event(handle);  // on failure the destructor frees it
-    state_.alive = std::make_shared<detail::atomic<bool>>(true);
+    state_.end = std::make_shared<detail::stream_end>();
   }
   friend class stream_ref;  // wait(const stream&) takes the wait event
-  friend struct detail::async_memory_kind;  // its buffers watch `alive`
+  friend struct detail::async_memory_kind;  // its buffers watch `end`
 };
 
 inline void stream_ref::wait(const stream& other) const { wait(other, other.state_.wait_event); }
@@ -454,9 +468,21 @@ inline void detail::stream_traits::destroy(stream_ref& s, stream_state& state) {
   unsigned long long id = 0;  // the driver's query needs no context, and a failure is no throw
   if (deferred().has_entries() && CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetId, 12000)(s.handle_, &id))
     id = 0;
+  if (state.end.use_count() > 1) {  // buffers free on it: they will wait for its last work
+    stream_end& end = *state.end;
+    int status = 0;
+    end.context = stream_context(s.handle_, &status);
+    if (status == 0)
+      status = CURT_DETAIL_DRIVER_FUNCTION(cuEventRecord, 2000)(state.wait_event, s.handle_);
+    if (status == 0) {
+      end.last_work = std::exchange(state.wait_event, nullptr);
+      end.hold = std::exchange(state.hold, nullptr);  // the context lives as long as the event
+    }
+    report(status, "cuEventRecord(stream end)", __FILE__, __LINE__);
+    end.gone.store(true, order::release);  // before the handle goes
+  }
   report(CURT_DETAIL_DRIVER_FUNCTION(cuStreamDestroy, 4000)(s.handle_), "cuStreamDestroy(stream)",
          __FILE__, __LINE__);
-  if (state.alive) state.alive->store(false);
   release(state);
   if (id) deferred().stream_gone(id);
   if (state.hold) state.hold->release();  // after the stream: its context may go with it

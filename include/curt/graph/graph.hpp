@@ -201,9 +201,36 @@ struct exec_state {
   void keep_in_graph() const noexcept {
     for (host_node_callable* c = current; c; c = c->next_current) c->original->adopt(c->task);
   }
-  void hand_over() const noexcept {  // before a whole update; not in destroy (a g++ false warning)
-    keep_in_graph();
-    current = nullptr;
+  // A whole update replaces the executable graph's references to its graph's callables, so the
+  // originals of the replacements are kept alive across it (user object references); only an
+  // update that succeeds hands the replacements to them (a refused one leaves them here).
+  template <class Update>
+  graph_update_result whole_update(Update update) const {
+    host_node_callable* const list = current;
+    host_node_callable* c = list;
+    auto release = [list](host_node_callable* end) noexcept {
+      for (host_node_callable *r = list, *next = nullptr; r != end; r = next) {
+        next = r->next_current;  // before the release, which may free r with its original
+        report(cudaUserObjectRelease(r->original->object, 1), "cudaUserObjectRelease", __FILE__,
+               __LINE__);
+      }
+    };
+    try {
+      for (; c; c = c->next_current)
+        check(cudaUserObjectRetain(c->original->object, 1), "cudaUserObjectRetain", __FILE__,
+              __LINE__);
+      graph_update_result result = update();
+      if (result) {
+        keep_in_graph();
+        current = nullptr;
+        updated = true;
+      }
+      release(nullptr);
+      return result;
+    } catch (...) {
+      release(c);
+      throw;
+    }
   }
 };
 }  // namespace detail
@@ -471,15 +498,13 @@ class graph_exec
   }
   /// As graph_exec_ref's, remembered (see update_host_node).
   void update(graph_ref from) const {
-    state_.hand_over();
-    graph_exec_ref::update(from);
-    state_.updated = true;
+    state_.whole_update([&] {
+      graph_exec_ref::update(from);  // throws if refused
+      return graph_update_result{};
+    });
   }
   graph_update_result try_update(graph_ref from) const {
-    state_.hand_over();
-    graph_update_result result = graph_exec_ref::try_update(from);
-    state_.updated = state_.updated || static_cast<bool>(result);
-    return result;
+    return state_.whole_update([&] { return graph_exec_ref::try_update(from); });
   }
 
  private:

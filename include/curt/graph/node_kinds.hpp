@@ -286,6 +286,7 @@ struct host_node_callable {
   void (*invoke)(host_node_callable*) = nullptr;
   deferred_task* task = nullptr;
   host_node_callable* original = nullptr;  // a replacement's: the graph's callable of its node
+  cudaUserObject_t object = nullptr;        // an original's: the graph's reference to `task`
   cudaGraphNode_t node = nullptr;
   host_node_callable* next_current = nullptr;  // the owner's list of current replacements
   atomic<deferred_task*> adopted{nullptr}, replaced{nullptr};  // (not copyable)

@@ -275,7 +275,9 @@ graph_node add_host_node(graph_ref g, const node_dependencies& dependencies, F&&
     cudaGraph_t graph = detail::prepare_node(g, dependencies, name);
     auto owned = std::make_unique<detail::host_node_task<F>>(std::forward<F>(function), 0);
     detail::context_scope in(detail::any_context);
-    auto& task = detail::retain_in_graph(graph, std::move(owned));
+    cudaUserObject_t object = nullptr;
+    auto& task = detail::retain_in_graph(graph, std::move(owned), &object);
+    task.function.object = object;  // a whole update of an owner keeps it alive across
     cudaGraphNodeParams p = detail::host_node_params(&task.function);
     return detail::add_graph_node(graph, dependencies, p, name);
   }
