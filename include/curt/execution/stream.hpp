@@ -379,24 +379,25 @@ auto to_cccl(const Stream& stream) {  // deduced: its body is compiled, and the 
 }
 
 namespace detail {
-// What a destroyed curt::stream leaves to its buffers (async_buffer), which free after it: an
-// event recorded after its last work, its context, and what keeps that alive (a green context).
+// A curt::stream's handle once its owner is gone while buffers (async_buffer) still free on it:
+// the last of them destroys it, then releases what the stream held (its green context).
 struct stream_end {
-  atomic<bool> gone{false};
-  cudaEvent_t last_work = nullptr;  // all set before `gone`; none if recording failed
-  CUcontext context = nullptr;
+  cudaStream_t handle = nullptr;
   shared_state* hold = nullptr;
-  ~stream_end() {  // (not copyable: the atomic)
-    if (last_work)
-      report(CURT_DETAIL_DRIVER_FUNCTION(cuEventDestroy, 4000)(last_work),
-             "cuEventDestroy(stream end)", __FILE__, __LINE__);
+  stream_end() = default;
+  stream_end(const stream_end&) = delete;
+  stream_end& operator=(const stream_end&) = delete;
+  ~stream_end() {
+    if (handle)
+      report(CURT_DETAIL_DRIVER_FUNCTION(cuStreamDestroy, 4000)(handle),
+             "cuStreamDestroy(stream, after its last buffer)", __FILE__, __LINE__);
     if (hold) hold->release();
   }
 };
 struct stream_state {
   cudaEvent_t wait_event = nullptr;  // for waits on this stream, made in its context
   shared_state* hold = nullptr;      // what it keeps alive (the green context it was made in)
-  std::shared_ptr<stream_end> end;   // shared with its buffers
+  std::shared_ptr<stream_end> end;   // shared with its buffers, which may outlive it
 };
 struct stream_traits {
   static void destroy(stream_ref& s, stream_state& state);
@@ -408,7 +409,8 @@ inline stream adopt_stream(cudaStream_t handle, shared_state* hold);
 struct async_memory_kind;
 }  // namespace detail
 
-/// An owning stream. Move-only; destroying it does not wait for its work (CUDA frees it once done).
+/// An owning stream. Move-only; destroying it does not wait for its work (CUDA frees it once done),
+/// and while async_buffers allocated on it live, the last of them destroys it instead.
 class stream
     : public detail::unique_handle<stream_ref, detail::stream_traits, detail::stream_state> {
   using base = detail::unique_handle<stream_ref, detail::stream_traits, detail::stream_state>;
@@ -458,7 +460,7 @@ class stream
     state_.end = std::make_shared<detail::stream_end>();
   }
   friend class stream_ref;  // wait(const stream&) takes the wait event
-  friend struct detail::async_memory_kind;  // its buffers watch `end`
+  friend struct detail::async_memory_kind;  // its buffers share `end`
 };
 
 inline void stream_ref::wait(const stream& other) const { wait(other, other.state_.wait_event); }
@@ -468,21 +470,13 @@ inline void detail::stream_traits::destroy(stream_ref& s, stream_state& state) {
   unsigned long long id = 0;  // the driver's query needs no context, and a failure is no throw
   if (deferred().has_entries() && CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetId, 12000)(s.handle_, &id))
     id = 0;
-  if (state.end.use_count() > 1) {  // buffers free on it: they will wait for its last work
-    stream_end& end = *state.end;
-    int status = 0;
-    end.context = stream_context(s.handle_, &status);
-    if (status == 0)
-      status = CURT_DETAIL_DRIVER_FUNCTION(cuEventRecord, 2000)(state.wait_event, s.handle_);
-    if (status == 0) {
-      end.last_work = std::exchange(state.wait_event, nullptr);
-      end.hold = std::exchange(state.hold, nullptr);  // the context lives as long as the event
-    }
-    report(status, "cuEventRecord(stream end)", __FILE__, __LINE__);
-    end.gone.store(true, order::release);  // before the handle goes
+  if (state.end.use_count() > 1) {  // buffers still free on it: the last one destroys it
+    state.end->handle = s.handle_;
+    state.end->hold = std::exchange(state.hold, nullptr);
+  } else {
+    report(CURT_DETAIL_DRIVER_FUNCTION(cuStreamDestroy, 4000)(s.handle_),
+           "cuStreamDestroy(stream)", __FILE__, __LINE__);
   }
-  report(CURT_DETAIL_DRIVER_FUNCTION(cuStreamDestroy, 4000)(s.handle_), "cuStreamDestroy(stream)",
-         __FILE__, __LINE__);
   release(state);
   if (id) deferred().stream_gone(id);
   if (state.hold) state.hold->release();  // after the stream: its context may go with it

@@ -206,6 +206,7 @@ struct exec_state {
   // update that succeeds hands the replacements to them (a refused one leaves them here).
   template <class Update>
   graph_update_result whole_update(Update update) const {
+    context_scope in(any_context);  // the runtime's user-object calls wake no primary context
     host_node_callable* const list = current;
     host_node_callable* c = list;
     auto release = [list](host_node_callable* end) noexcept {

@@ -21,7 +21,7 @@ namespace detail {
 struct free_place {
   stream_ref stream{state_handle<cudaStream_t>(handle_state::empty)};
   CUcontext context = nullptr;
-  std::shared_ptr<const stream_end> end;  // a curt::stream's: says once it is gone
+  std::shared_ptr<stream_end> end;  // a curt::stream's: it is destroyed after its buffers
 };
 
 /// Where to free what this thread allocates on `stream`. Refuses a default stream while a green
@@ -39,38 +39,9 @@ inline free_place place_for(stream_ref stream, const char* operation) {
   return {stream, context_of(s), {}};
 }
 
-/// The stream of synchronous allocations and late frees: the per-thread default stream of the
-/// current context, or in a green context, which has none (CUDA 13.0), its legacy one.
-inline cudaStream_t sync_allocation_stream() {
-  return green_context_current() ? cudaStreamLegacy : cudaStreamPerThread;
-}
-
-/// The buffer's curt::stream is gone (CUDA may crash on its handle): frees `p` after the stream's
-/// last work, on the default stream of the stream's context, then reports the mistake. Nothing
-/// waits on the host, and other threads' captures are safe.
-CURT_COLD inline void free_after_stream_end(void* p, const stream_end& end) {
-  const char* mistake = "the stream was destroyed before the buffer that frees on it (declare a "
-                        "stream before its buffers)";
-  if (!end.last_work)  // its end could not be recorded (reported then): no safe moment to free
-    raise(cudaErrorInvalidResourceHandle, "cudaFreeAsync(memory, stream)",
-          fmt("%s; the stream's end could not be recorded, so the memory stays allocated",
-              mistake), __FILE__, __LINE__);
-  context_scope in(end.context);
-  relaxed_capture relaxed;
-  const cudaStream_t s = sync_allocation_stream();
-  check(cudaStreamWaitEvent(s, end.last_work, 0),
-        "cudaStreamWaitEvent(default stream, stream end)", __FILE__, __LINE__);
-  check(cudaFreeAsync(p, s), "cudaFreeAsync(memory, default stream)", __FILE__, __LINE__);
-  raise(cudaErrorInvalidResourceHandle, "cudaFreeAsync(memory, stream)",
-        fmt("%s; curt freed the memory after the stream's last work instead", mistake), __FILE__,
-        __LINE__);
-}
-
 /// Frees a stream-ordered allocation (null: nothing) at `place`; throws on failure.
 inline void free_async(void* p, const free_place& place) {
   if (p == nullptr) return;
-  if (CURT_UNLIKELY(place.end && place.end->gone.load(order::acquire)))
-    return free_after_stream_end(p, *place.end);
   const cudaStream_t s = place.stream.get();
   auto free = [&] {
     cudaError_t result = cudaFreeAsync(p, s);
@@ -93,7 +64,7 @@ struct async_memory_kind {
   static constexpr bool host_iterable = false;
   using place = free_place;
   static void free(void* p, const free_place& where) { free_async(p, where); }
-  // A buffer that frees on a curt::stream owner also learns when that stream is gone.
+  // A buffer that frees on a curt::stream owner keeps that stream until it is freed.
   template <class Buffer>
   static Buffer watching(Buffer buffer, const curt::stream& s) {
     buffer.place_.end = s.state_.end;
@@ -104,12 +75,12 @@ struct async_memory_kind {
 
 /// `size()` elements of T (not initialized), freed on its stream when destroyed (cudaFreeAsync,
 /// after the work queued there before, and after other streams' work given to free_after).
-/// Declare a stream before its buffers: a curt::stream destroyed first is reported (the memory
-/// is freed after that stream's last work), a raw one is not seen. Move-only; an empty,
-/// moved-from, released or freed buffer holds nothing and says which. A default stream's buffer
-/// frees on that default stream of the context it was allocated in (the per-thread one is the
-/// destroying thread's: free(stream) one made on another thread). While a green context is
-/// current, a default stream is refused: use a stream of green_context::make_stream().
+/// A curt::stream owner destroyed first lives on until its buffers are freed; a raw stream
+/// (stream_ref) must outlive them. Move-only; an empty, moved-from, released or freed buffer
+/// holds nothing and says which. A default stream's buffer frees on that default stream of the
+/// context it was allocated in (the per-thread one is the destroying thread's: free(stream) one
+/// made on another thread). While a green context is current, a default stream is refused: use a
+/// stream of green_context::make_stream().
 template <class T>
 class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
   using base = detail::memory_owner<T, detail::async_memory_kind>;
@@ -128,7 +99,7 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
                     "a null pointer can only be adopted with a count of 0", __FILE__, __LINE__);
     return async_buffer(data, count, detail::place_for(stream, "curt::async_buffer::adopt"));
   }
-  /// The same on a curt::stream owner, which the buffer watches (see the class comment).
+  /// The same on a curt::stream owner, which then lives until the buffer is freed.
   static async_buffer adopt(T* data, std::size_t count, const curt::stream& stream) {
     return detail::async_memory_kind::watching(adopt(data, count, stream_ref(stream)), stream);
   }
@@ -151,11 +122,13 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
   /// Frees now, on the buffer's stream (after the work submitted to it so far).
   void free() {
     detail::free_async(this->take_for_free("free()"), this->place_);  // take_for_free keeps it
+    this->place_.end.reset();  // a destroyed owner's stream may go now
   }
   /// Frees now on `other`, which the caller has ordered after every use of the memory.
   void free(stream_ref other) {
     (void)other.get();  // a stream that holds none throws before the buffer lets go
     detail::free_async(this->take_for_free("free(stream)"), detail::free_place{other, nullptr, {}});
+    this->place_.end.reset();
   }
 
  private:

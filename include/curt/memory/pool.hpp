@@ -129,6 +129,12 @@ inline void check_pool_alignment(std::size_t n, const char* operation) {
     raise(cudaErrorInvalidValue, fmt("curt::memory_pool_ref::%s", operation),
           fmt("alignment %zu is not a power of two no larger than 256", n), __FILE__, __LINE__);
 }
+
+/// The stream of synchronous allocations: the per-thread default stream of the current
+/// context, or in a green context, which has none (CUDA 13.0), its legacy one.
+inline cudaStream_t sync_allocation_stream() {
+  return green_context_current() ? cudaStreamLegacy : cudaStreamPerThread;
+}
 }  // namespace detail
 
 /// Where memory_pool_ref::export_handle() ends up without <curt/memory_pool_ipc.hpp>.
