@@ -122,16 +122,14 @@ inline std::string exact_split_shortfall(unsigned requested_groups, unsigned req
                "co-scheduling alignment %u SMs", min_partition, alignment);
     why += ignore_coscheduling ? ", finer with ignore_coscheduling)" : ")";
   }
-  if (delivered_groups < requested_groups)
-    why += "; no more groups of that size fit";
+  if (delivered_groups < requested_groups) why += "; no more groups of that size fit";
   return why + "; ask for what it delivers, or split with sm_split_mode::at_least";
 }
 
 /// Why these resources cannot make one green context on device `device`; none when they can.
 /// One split's groups and remainder are disjoint; anything else may overlap.
 inline green_refusal partition_refusal(const resource_tag* tags, std::size_t count, int device) {
-  if (count == 0)
-    return {cudaErrorInvalidValue, "a green context needs at least one set of SMs"};
+  if (count == 0) return {cudaErrorInvalidValue, "a green context needs at least one set of SMs"};
   for (std::size_t i = 0; i < count; ++i) {
     if (tags[i].device != device)
       return {cudaErrorInvalidDevice,

@@ -592,17 +592,16 @@ inline graph_exec graph_ref::instantiate_with(instantiate_flags flags, cudaStrea
     return cudaGraphInstantiateWithParams(&exec, g, &params);
   }();
   if (CURT_UNLIKELY(status != cudaSuccess))
-    detail::throw_error(make_error_code(status),
-                        detail::fmt("cudaGraphInstantiateWithParams(graph, flags %s)",
-                                    detail::describe_instantiate_flags(params.flags).c_str()),
-                        __FILE__, __LINE__, [&] {
-                          return detail::describe_result(detail::instantiate_results,
-                                                         params.result_out,
-                                                         "cudaGraphInstantiate") +
-                                 detail::diagnose(
-                                     [&] { return detail::explain_instantiation(params, g); },
-                                     detail::any_context);
-                        });
+    detail::throw_error(
+        make_error_code(status),
+        detail::fmt("cudaGraphInstantiateWithParams(graph, flags %s)",
+                    detail::describe_instantiate_flags(params.flags).c_str()),
+        __FILE__, __LINE__, [&] {
+          return detail::describe_result(detail::instantiate_results, params.result_out,
+                                         "cudaGraphInstantiate") +
+                 detail::diagnose([&] { return detail::explain_instantiation(params, g); },
+                                  detail::any_context);
+        });
   return graph_exec::from_native_handle(exec);
 }
 

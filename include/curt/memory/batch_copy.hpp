@@ -334,8 +334,7 @@ class copy_batch : public detail::copy_batch_base<copy_batch> {
     return static_cast<source_access>(runs_.values[run].srcAccessOrder);
   }
   CURT_COLD std::string describe(std::size_t i) const {
-    return detail::fmt("%s, src %s, %zu bytes",
-                       detail::batch_pointer_text(destination(i)).c_str(),
+    return detail::fmt("%s, src %s, %zu bytes", detail::batch_pointer_text(destination(i)).c_str(),
                        detail::batch_pointer_text(source(i)).c_str(), sizes_[i]);
   }
   cudaError_t add_node(std::size_t i, cudaStream_t stream) const {

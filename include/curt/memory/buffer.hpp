@@ -107,8 +107,7 @@ template <class T>
 allocation adopted(const char* kind, curt::device d, const void* memory, std::size_t count) {
   (void)checked_bytes<T>(count, kind, "adopt count");
   if (memory == nullptr && count != 0)
-    raise(cudaErrorInvalidValue,
-          fmt("%s::adopt(null, %zu)", owner_name<T>(kind).c_str(), count),
+    raise(cudaErrorInvalidValue, fmt("%s::adopt(null, %zu)", owner_name<T>(kind).c_str(), count),
           "a null pointer can only be adopted with a count of 0", __FILE__, __LINE__);
   CUcontext own = nullptr;
   if (memory != nullptr &&
@@ -150,8 +149,7 @@ class buffer : public memory_owner<T, Kind> {
   // count elements with `allocate(&p, bytes)`, a runtime call named `call` with `flags` (none
   // when negative), in d's context; or none.
   template <class Allocate>
-  buffer(curt::device d, std::size_t count, const char* call, long long flags,
-         Allocate allocate)
+  buffer(curt::device d, std::size_t count, const char* call, long long flags, Allocate allocate)
       : base(nullptr, count, allocation{nullptr, d.ordinal()}) {
     const std::size_t bytes = checked_bytes<T>(count, Kind::name, "count");
     if (bytes == 0) return;
@@ -227,10 +225,9 @@ class pinned_buffer : public detail::buffer<T, detail::pinned_memory_kind> {
   T* device_pointer() const {
     T* host = const_cast<T*>(this->native("device_pointer()"));
     if (detail::cached_properties(this->place_.ordinal).unifiedAddressing) return host;
-    return static_cast<T*>(detail::mapped_pointer(host, has_flag(flags_, pinned_flags::mapped),
-                                                  this->place_,
-                                                  detail::owner_name<T>("pinned_buffer"),
-                                                  "pinned_flags::mapped", "pinned_buffer"));
+    return static_cast<T*>(detail::mapped_pointer(
+        host, has_flag(flags_, pinned_flags::mapped), this->place_,
+        detail::owner_name<T>("pinned_buffer"), "pinned_flags::mapped", "pinned_buffer"));
   }
 
  private:
@@ -269,10 +266,9 @@ class managed_buffer : public detail::buffer<T, detail::managed_memory_kind> {
     cudaStream_t h = stream.get();
     if (p == nullptr) return;  // 0 elements: nothing to attach
     detail::context_scope in(detail::for_stream, h);
-    detail::check(cudaStreamAttachMemAsync(h, p, 0, static_cast<unsigned>(flags)),
-                  "cudaStreamAttachMemAsync",
-                  {"stream", "managed_buffer", {"flags", static_cast<long long>(flags)}},
-                  __FILE__, __LINE__);
+    detail::check(
+        cudaStreamAttachMemAsync(h, p, 0, static_cast<unsigned>(flags)), "cudaStreamAttachMemAsync",
+        {"stream", "managed_buffer", {"flags", static_cast<long long>(flags)}}, __FILE__, __LINE__);
   }
 
  private:
@@ -334,10 +330,9 @@ class host_registration
   }
   /// The address kernels use for the memory (with register_flags::mapped only).
   void* device_pointer() const {
-    return detail::mapped_pointer(usable("device_pointer()"),
-                                  has_flag(flags_, register_flags::mapped), place_,
-                                  "curt::host_registration", "register_flags::mapped",
-                                  "registered memory");
+    return detail::mapped_pointer(
+        usable("device_pointer()"), has_flag(flags_, register_flags::mapped), place_,
+        "curt::host_registration", "register_flags::mapped", "registered memory");
   }
   /// Gives up the registration (the caller unregisters the pointer); the owner is "released".
   void* release() {

@@ -74,8 +74,7 @@ CURT_COLD inline void copy_failed(cudaError_t status, std::size_t bytes) {
 }
 
 [[noreturn]] CURT_COLD inline void throw_size_mismatch(const char* operation,
-                                                       std::size_t destination,
-                                                       std::size_t source,
+                                                       std::size_t destination, std::size_t source,
                                                        std::size_t element_size) {
   raise(cudaErrorInvalidValue,
         fmt("curt::%s(destination of %zu elements, source of %zu elements)", operation,

@@ -456,8 +456,7 @@ inline memory_pool_ref location_pool(memory_location where, cudaMemAllocationTyp
   const auto get = current ? &cudaMemGetMemPool : &cudaMemGetDefaultMemPool;
   check(in_pool_context(where, [&] { return get(&pool, &at, type); }),
         current ? "cudaMemGetMemPool" : "cudaMemGetDefaultMemPool",
-        {{"location type", at.type}, {"id", at.id}, {"allocation type", type}}, __FILE__,
-        __LINE__);
+        {{"location type", at.type}, {"id", at.id}, {"allocation type", type}}, __FILE__, __LINE__);
   return memory_pool_ref(pool, where, type);
 }
 }  // namespace detail
