@@ -22,7 +22,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <cstdio>
 #include <string>
 
 namespace curt {
@@ -349,11 +348,9 @@ class host_registration
   }
   [[noreturn]] CURT_COLD static void fail(cudaError_t status, void* memory, std::size_t bytes,
                                           register_flags flags, int ordinal) {
-    char address[32];
-    std::snprintf(address, sizeof address, "%p", memory);
     detail::throw_error(
         make_error_code(status),
-        detail::fmt("cudaHostRegister(%s, %zu bytes, flags %u, device %d)", address, bytes,
+        detail::fmt("cudaHostRegister(%p, %zu bytes, flags %u, device %d)", memory, bytes,
                     static_cast<unsigned>(flags), ordinal),
         __FILE__, __LINE__, [&]() -> std::string {
           if (status == cudaErrorHostMemoryAlreadyRegistered)
