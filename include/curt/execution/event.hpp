@@ -70,9 +70,8 @@ class event_ref {
   /// False for a ref to an empty, moved-from or released owner.
   bool valid() const noexcept { return !detail::is_state_handle(handle_); }
 
-  /// Captures the work submitted to `stream` so far. The stream must belong to the device (and
-  /// context) the event was created in. A `stream` of 0 is the default stream it means in the
-  /// calling translation unit, as for stream_ref.
+  /// Captures the work submitted so far to `stream`, which must be of the event's device and
+  /// context. 0 means the calling translation unit's default stream, as for stream_ref.
   template <bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
   void record(cudaStream_t stream) const {
     cudaStream_t target = stream             ? stream

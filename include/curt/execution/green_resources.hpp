@@ -1,9 +1,8 @@
-// curt/execution/green_resources.hpp: the sets of SMs green contexts are made of
-// (green_context.hpp): a device's SMs and splits of them, and the checks curt makes itself
-// because CUDA 13.0 does not: it rounds group sizes up silently, treats the group count as a
-// capacity, and accepts descriptors that mix groups of separate splits, which hand out the same
-// SMs. The checks are pure logic (detail::split_request_refusal, exact_split_shortfall,
-// partition_refusal), tested without a GPU.
+// curt/execution/green_resources.hpp: the SM sets green contexts (green_context.hpp) are made of: a
+// device's SMs and splits of them, and the checks curt makes itself because CUDA 13.0 does not: it
+// rounds group sizes up silently, treats the group count as a capacity, and accepts descriptors
+// mixing groups of separate splits, which hand out the same SMs. The checks are pure logic
+// (detail::split_request_refusal, exact_split_shortfall, partition_refusal), tested without a GPU.
 #pragma once
 
 #include <curt/core/entries.hpp>
