@@ -359,8 +359,7 @@ class copy_batch : public detail::copy_batch_base<copy_batch> {
 template <class T>
 class strided_volume {
  public:
-  /// Rows `row_length` elements apart, layers `layer_height` rows apart; 0 for either means
-  /// tightly packed for the copy's extent.
+  /// Rows `row_length` elements, layers `layer_height` rows apart; 0: packed for the copy's extent.
   constexpr strided_volume(T* data, std::size_t row_length, std::size_t layer_height) noexcept
       : data_(data), row_pitch_(row_length * sizeof(T)), layer_height_(layer_height) {}
   /// Rows `row_pitch_bytes` apart (cudaMalloc3D's pitch), layers `layer_height` rows apart.

@@ -234,10 +234,9 @@ class pinned_buffer : public detail::buffer<T, detail::pinned_memory_kind> {
   pinned_flags flags_ = pinned_flags::none;
 };
 
-/// count elements of T in managed memory (cudaMallocManaged) of device d's context: the host
-/// and every device address it by the same pointer (prefetches and advice: memory/unified.hpp).
-/// Not initialized. Without concurrent managed access, the host must not touch it while a kernel
-/// that may use it runs.
+/// count elements of T in managed memory (cudaMallocManaged) of device d's context: one pointer for
+/// the host and every device (prefetches, advice: memory/unified.hpp). Not initialized. Without
+/// concurrent managed access, the host must not touch it while a kernel that may use it runs.
 template <class T>
 class managed_buffer : public detail::buffer<T, detail::managed_memory_kind> {
   using base = detail::buffer<T, detail::managed_memory_kind>;
