@@ -190,8 +190,7 @@ struct device_attribute_type {
 /// A CUDA device: a validated ordinal. Cheap to copy; owns nothing.
 class device {
  public:
-  /// Throws cuda_error(cudaErrorInvalidDevice) naming the ordinal and the device count when
-  /// `ordinal` does not name a visible device.
+  /// Unless `ordinal` is a visible device's, throws cudaErrorInvalidDevice naming it and the count.
   explicit device(int ordinal) : ordinal_(ordinal) {
     int count = device_count();
     if (ordinal < 0 || ordinal >= count)

@@ -100,8 +100,7 @@ inline const std::error_category& driver_category() noexcept {
 inline std::error_code make_error_code(cudaError_t status) noexcept {
   return {static_cast<int>(status), runtime_category()};
 }
-/// A driver result (CUresult, and another API's status curt knows) as an error code of its
-/// category (driver_category() for CUresult).
+/// A CUresult (driver_category()), or another API's status curt knows, as a code of its category.
 template <class E, std::enable_if_t<detail::has_status_traits<E>::value, int> = 0>
 std::error_code make_error_code(E status) noexcept {
   return {static_cast<int>(status), detail::status_traits<E>::category()};

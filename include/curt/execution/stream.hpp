@@ -73,9 +73,8 @@ inline void check_wait(int result, const char* call, const char* file, int line)
                           : "");
 }
 
-// The context a stream's own objects must be made in: a created stream's (the driver tells it;
-// refused when it cannot), or for a default-stream handle the current one (the runtime
-// device's primary where none is current).
+// The context a stream's own objects must be made in: a created stream's (the driver tells; refused
+// if it cannot), for a default-stream handle the current one (else the runtime device's primary).
 inline CUcontext context_of(cudaStream_t stream, const char* call = "cuStreamGetCtx(stream)") {
   if (is_default_stream_handle(stream)) {
     if (CUcontext current = current_context()) return current;

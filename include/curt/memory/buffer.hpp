@@ -41,8 +41,7 @@ enum class register_flags : unsigned {
   io_memory = cudaHostRegisterIoMemory,  ///< the range is memory-mapped I/O (a PCI BAR)
   read_only = cudaHostRegisterReadOnly,  ///< the device only reads it (needs the device attribute)
 };
-/// Which streams may use managed memory: cudaMallocManaged takes global or host;
-/// managed_buffer::attach also takes single (one stream).
+/// Which streams may use managed memory (cudaMallocManaged: global or host; attach(): single too).
 enum class attach_flags : unsigned {
   global = cudaMemAttachGlobal,  ///< any stream on any device
   host = cudaMemAttachHost,      ///< no stream until attached: the host uses it freely
