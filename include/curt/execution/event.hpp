@@ -120,12 +120,11 @@ class event_ref {
   [[noreturn]] CURT_COLD static void explain_record_failure(int result, cudaStream_t stream) {
     detail::throw_error(make_error_code(static_cast<cudaError_t>(result)),
                         "cuEventRecord(event, stream)", __FILE__, __LINE__, [&] {
+                          if (result != cudaErrorInvalidResourceHandle) return std::string();
+                          std::string why =
+                              "an event can be recorded only on a stream of the device and context "
+                              "it was created in";
                           int ordinal = -1;
-                          std::string why;
-                          if (result != cudaErrorInvalidResourceHandle) return why;
-                          why =
-                              "an event can be recorded only on a stream of the device and "
-                              "context it was created in";
                           detail::context_scope in(detail::for_stream, stream);
                           if (cudaStreamGetDevice(stream, &ordinal) == cudaSuccess)
                             why += detail::fmt("; this stream is on device %d", ordinal);
