@@ -41,7 +41,6 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 typedef struct CUdevResourceDesc_st* CUdevResourceDesc;
