@@ -492,10 +492,9 @@ inline void detail::stream_traits::release(stream_state& state) {
            "cuEventDestroy(wait event)", __FILE__, __LINE__);
 }
 
-/// Times a region of work on a stream: records a start event now and a stop event at stop().
+/// Times a region of work on a stream: start event now, stop event at stop(); restart(): a new one.
 ///   curt::stream_timer timer(stream);  ... enqueue work ...;  auto ms = timer.stop();
 /// Without blocking: timer.record_stop(); ... poll timer.ready() ...; auto ms = timer.elapsed();
-/// restart() begins a new region on the same stream.
 class stream_timer {
  public:
   /// A timer of a temporary owner would outlive its stream.

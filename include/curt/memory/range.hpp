@@ -6,8 +6,7 @@
 //   element_type, T* converts to element_type* as arrays do (T -> const T, never the reverse), and
 //   S is constructible from (T*, std::size_t). cuda::std::span, std::span (C++20) and a user's own
 //   view all qualify, so a kernel can take a cuda::std::span<float> by value and be given a buffer.
-// - A copy accepts any contiguous range r with r.data() and r.size(): curt's owners, spans,
-//   std::vector, std::array.
+// - Copies take contiguous ranges (data(), size()): curt's owners, spans, std::vector, std::array.
 #pragma once
 
 #include <curt/core/config.hpp>
