@@ -24,8 +24,7 @@ struct status_traits<CUresult> {
 };
 }  // namespace curt::detail
 
-// The runtime and driver enums share their numbers for the conditions both know: status() and
-// curt's out-of-memory check rely on it.
+// status() and curt's out-of-memory check rely on runtime and driver codes of a condition matching:
 static_assert(int(CUDA_ERROR_INVALID_VALUE) == int(cudaErrorInvalidValue));
 static_assert(int(CUDA_ERROR_OUT_OF_MEMORY) == int(cudaErrorMemoryAllocation));
 static_assert(int(CUDA_ERROR_INVALID_HANDLE) == int(cudaErrorInvalidResourceHandle));

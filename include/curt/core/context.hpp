@@ -25,7 +25,6 @@
 
 #include <cstdint>
 #include <mutex>
-#include <string>
 #include <utility>
 
 namespace curt {

@@ -8,9 +8,8 @@
 //   destruction could invalidate a capture in progress on that thread). Pushing allocates
 //   nothing and takes no lock (safe on the callback thread).
 // - exceptions a host function threw, kept per stream id (cudaStreamGetId: never reused in a
-//   process, unlike handle values and thread ids) until that stream's next synchronize()
-//   through curt rethrows the first one. When the stream is gone first, they go to the error
-//   handler as a curt::host_function_error.
+//   process, unlike handle values and thread ids) until its next synchronize() through curt
+//   rethrows the first; if the stream goes first, to the error handler as a host_function_error.
 #pragma once
 
 #include <curt/core/atomic.hpp>
@@ -74,8 +73,7 @@ class deferred_work {
     ++e->running;
     size_.store(entries_.size(), order::relaxed);
   }
-  /// A host function of stream `id` returned or threw `error`. On the callback thread:
-  /// allocates nothing.
+  /// A host function of stream `id` returned or threw `error`. Allocates nothing (callback thread).
   void finish(unsigned long long id, std::exception_ptr error) noexcept {
     std::exception_ptr orphan;
     {

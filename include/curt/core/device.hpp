@@ -190,8 +190,7 @@ struct device_attribute_type {
 /// A CUDA device: a validated ordinal. Cheap to copy; owns nothing.
 class device {
  public:
-  /// Throws cuda_error(cudaErrorInvalidDevice) naming the ordinal and the device count when
-  /// `ordinal` does not name a visible device.
+  /// Unless `ordinal` is a visible device's, throws cudaErrorInvalidDevice naming it and the count.
   explicit device(int ordinal) : ordinal_(ordinal) {
     int count = device_count();
     if (ordinal < 0 || ordinal >= count)
@@ -201,8 +200,7 @@ class device {
                     __FILE__, __LINE__);
   }
 
-  /// The device with this ordinal, not checked against the device count (for hot paths that
-  /// already hold a valid ordinal, e.g. from the runtime).
+  /// Unchecked against the device count: for hot paths with a valid ordinal (e.g. the runtime's).
   static device from_ordinal_unchecked(int ordinal) noexcept { return device(ordinal, unchecked); }
 
   int ordinal() const noexcept { return ordinal_; }
@@ -285,8 +283,7 @@ class device {
   std::size_t limit(cudaLimit which) const;
   void set_limit(cudaLimit which, std::size_t value) const;
 
-  /// Waits for all work on this device (then destroys finished host functions, as a stream's
-  /// synchronize() does).
+  /// Waits for all work on the device, then destroys finished host functions, as stream_ref's does.
   void synchronize() const;
 
   /// Stream priority range [greatest, least]; numerically greatest <= least (lower runs first).

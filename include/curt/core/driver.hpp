@@ -37,8 +37,7 @@ typedef struct CUgreenCtx_st* CUgreenCtx;
 #  define CURT_DETAIL_DRIVER_API
 #endif
 
-// The driver functions curt's core calls; rooms add theirs to this namespace. The result is the
-// CUresult's value (0: success).
+// Driver functions of curt's core (rooms add theirs here) return the CUresult's value (0: success).
 namespace curt::detail::driver_fn {
 #define CURT_DETAIL_DRIVER_TYPE(name, ...) \
   struct name { using type = int(CURT_DETAIL_DRIVER_API*)(__VA_ARGS__); }

@@ -100,15 +100,13 @@ inline const std::error_category& driver_category() noexcept {
 inline std::error_code make_error_code(cudaError_t status) noexcept {
   return {static_cast<int>(status), runtime_category()};
 }
-/// A driver result (CUresult, and another API's status curt knows) as an error code of its
-/// category (driver_category() for CUresult).
+/// A CUresult (driver_category()), or another API's status curt knows, as a code of its category.
 template <class E, std::enable_if_t<detail::has_status_traits<E>::value, int> = 0>
 std::error_code make_error_code(E status) noexcept {
   return {static_cast<int>(status), detail::status_traits<E>::category()};
 }
-/// A condition that runtime and driver codes of the same meaning both compare equal to:
-/// error.code() == curt::make_error_condition(cudaErrorInvalidValue) holds for
-/// cudaErrorInvalidValue and CUDA_ERROR_INVALID_VALUE alike.
+/// A condition that runtime and driver codes of one meaning both equal: for cudaErrorInvalidValue
+/// and CUDA_ERROR_INVALID_VALUE, error.code() == curt::make_error_condition(cudaErrorInvalidValue).
 inline std::error_condition make_error_condition(cudaError_t status) noexcept {
   return {static_cast<int>(status), runtime_category()};
 }
@@ -286,9 +284,8 @@ CURT_COLD inline std::string describe_call(const char* function,
   return text + ')';
 }
 
-/// Throws unless `status` is success (0): a cudaError_t, a driver result (a CUresult, or its
-/// int value from curt's own driver calls), or another API's status with status_traits (NCCL's).
-/// `call` names what was called.
+/// Throws unless `status`, from `call`, is success (0): a cudaError_t, a driver result (a CUresult,
+/// or its int from curt's own driver calls), or another API's status with status_traits (NCCL's).
 template <class Status>
 void check(Status status, const char* call, const char* file, int line) {
   if constexpr (std::is_same_v<Status, cudaError_t>) {

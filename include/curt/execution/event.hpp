@@ -70,9 +70,8 @@ class event_ref {
   /// False for a ref to an empty, moved-from or released owner.
   bool valid() const noexcept { return !detail::is_state_handle(handle_); }
 
-  /// Captures the work submitted to `stream` so far. The stream must belong to the device (and
-  /// context) the event was created in. A `stream` of 0 is the default stream it means in the
-  /// calling translation unit, as for stream_ref.
+  /// Captures the work submitted so far to `stream`, which must be of the event's device and
+  /// context. 0 means the calling translation unit's default stream, as for stream_ref.
   template <bool PerThreadDefault = CURT_DETAIL_PER_THREAD_DEFAULT_STREAM>
   void record(cudaStream_t stream) const {
     cudaStream_t target = stream             ? stream
@@ -121,12 +120,11 @@ class event_ref {
   [[noreturn]] CURT_COLD static void explain_record_failure(int result, cudaStream_t stream) {
     detail::throw_error(make_error_code(static_cast<cudaError_t>(result)),
                         "cuEventRecord(event, stream)", __FILE__, __LINE__, [&] {
+                          if (result != cudaErrorInvalidResourceHandle) return std::string();
+                          std::string why =
+                              "an event can be recorded only on a stream of the device and context "
+                              "it was created in";
                           int ordinal = -1;
-                          std::string why;
-                          if (result != cudaErrorInvalidResourceHandle) return why;
-                          why =
-                              "an event can be recorded only on a stream of the device and "
-                              "context it was created in";
                           detail::context_scope in(detail::for_stream, stream);
                           if (cudaStreamGetDevice(stream, &ordinal) == cudaSuccess)
                             why += detail::fmt("; this stream is on device %d", ordinal);

@@ -41,7 +41,6 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 typedef struct CUdevResourceDesc_st* CUdevResourceDesc;
@@ -233,8 +232,7 @@ class green_context
   }
 
  private:
-  green_context(curt::device d, const sm_resource* first, std::size_t count)
-      : base(empty_ref()) {
+  green_context(curt::device d, const sm_resource* first, std::size_t count) : base(empty_ref()) {
     device_ = d.ordinal();
     detail::entries<detail::resource_tag> tags(count);
     detail::entries<detail::driver_fn::dev_resource> natives(count);

@@ -1,9 +1,8 @@
-// curt/execution/green_resources.hpp: the sets of SMs green contexts are made of
-// (green_context.hpp): a device's SMs and splits of them, and the checks curt makes itself
-// because CUDA 13.0 does not: it rounds group sizes up silently, treats the group count as a
-// capacity, and accepts descriptors that mix groups of separate splits, which hand out the same
-// SMs. The checks are pure logic (detail::split_request_refusal, exact_split_shortfall,
-// partition_refusal), tested without a GPU.
+// curt/execution/green_resources.hpp: the SM sets green contexts (green_context.hpp) are made of: a
+// device's SMs and splits of them, and the checks curt makes itself because CUDA 13.0 does not: it
+// rounds group sizes up silently, treats the group count as a capacity, and accepts descriptors
+// mixing groups of separate splits, which hand out the same SMs. The checks are pure logic
+// (detail::split_request_refusal, exact_split_shortfall, partition_refusal), tested without a GPU.
 #pragma once
 
 #include <curt/core/entries.hpp>
@@ -122,16 +121,14 @@ inline std::string exact_split_shortfall(unsigned requested_groups, unsigned req
                "co-scheduling alignment %u SMs", min_partition, alignment);
     why += ignore_coscheduling ? ", finer with ignore_coscheduling)" : ")";
   }
-  if (delivered_groups < requested_groups)
-    why += "; no more groups of that size fit";
+  if (delivered_groups < requested_groups) why += "; no more groups of that size fit";
   return why + "; ask for what it delivers, or split with sm_split_mode::at_least";
 }
 
 /// Why these resources cannot make one green context on device `device`; none when they can.
 /// One split's groups and remainder are disjoint; anything else may overlap.
 inline green_refusal partition_refusal(const resource_tag* tags, std::size_t count, int device) {
-  if (count == 0)
-    return {cudaErrorInvalidValue, "a green context needs at least one set of SMs"};
+  if (count == 0) return {cudaErrorInvalidValue, "a green context needs at least one set of SMs"};
   for (std::size_t i = 0; i < count; ++i) {
     if (tags[i].device != device)
       return {cudaErrorInvalidDevice,

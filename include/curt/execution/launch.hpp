@@ -40,8 +40,7 @@ namespace __cxxabiv1 { extern "C" char* __cxa_demangle(const char*, char*, std::
 #endif
 
 namespace curt::detail::driver_fn {
-// CUlaunchConfig, whose attributes have cudaLaunchAttribute's layout (the driver's and the
-// runtime's ids and values are the same).
+// CUlaunchConfig; attributes as cudaLaunchAttribute (driver and runtime share ids and values).
 struct launch_config {
   unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_memory;
   cudaStream_t stream;

@@ -1,5 +1,4 @@
-// curt/execution/stream.hpp: CUDA streams (owning curt::stream, non-owning curt::stream_ref) and
-// curt::stream_timer.
+// curt/execution/stream.hpp: streams (owning curt::stream, non-owning stream_ref), stream_timer.
 //
 // stream_ref converts implicitly to cudaStream_t, so curt streams go straight into Thrust, CUB and
 // any raw API, and is built implicitly from a cudaStream_t or from CCCL's cuda::stream_ref. The
@@ -74,9 +73,8 @@ inline void check_wait(int result, const char* call, const char* file, int line)
                           : "");
 }
 
-// The context a stream's own objects must be made in: a created stream's (the driver tells it;
-// refused when it cannot), or for a default-stream handle the current one (the runtime
-// device's primary where none is current).
+// The context a stream's own objects must be made in: a created stream's (the driver tells; refused
+// if it cannot), for a default-stream handle the current one (else the runtime device's primary).
 inline CUcontext context_of(cudaStream_t stream, const char* call = "cuStreamGetCtx(stream)") {
   if (is_default_stream_handle(stream)) {
     if (CUcontext current = current_context()) return current;
@@ -142,8 +140,7 @@ class stream_ref {
   /// False for a ref to an empty, moved-from or released owner.
   bool valid() const noexcept { return !detail::is_state_handle(handle_); }
 
-  /// The same stream as CCCL's cuda::stream_ref. Needs <curt/cccl.hpp>, which keeps CCCL out of
-  /// translation units that do not ask for it.
+  /// The same stream as CCCL's cuda::stream_ref. Needs <curt/cccl.hpp> (CCCL only where asked for).
   template <class Self = stream_ref>
   auto cccl() const {
     return to_cccl(static_cast<const Self&>(*this));  // found by ADL in <curt/cccl.hpp>
@@ -181,11 +178,10 @@ class stream_ref {
             h, [&] { return CURT_DETAIL_DRIVER_FUNCTION(cuStreamWaitEvent, 3020)(h, event, 0); }),
         "cuStreamWaitEvent(stream, event)", __FILE__, __LINE__);
   }
-  /// Later work on this stream waits for all work submitted to `other` so far: an event is
-  /// recorded on `other` and waited for. A curt::stream owner keeps its own event for that, so
-  /// waiting on it costs what the raw record-and-wait pair costs; for a stream_ref (a raw
-  /// handle, a default stream) curt makes a temporary event in other's context and destroys it
-  /// after the wait (about a microsecond more). Waiting on itself does nothing.
+  /// Later work on this stream waits for all work submitted to `other` so far (an event recorded on
+  /// `other`). A curt::stream owner keeps one for that: as cheap as the raw record-and-wait pair;
+  /// for a stream_ref (a raw handle, a default stream) curt makes a temporary event in other's
+  /// context, destroyed after the wait (about a microsecond more). Waiting on itself does nothing.
   inline void wait(const stream& other) const;
   void wait(stream_ref other) const { wait(other, nullptr); }
   /// Records `e` on this stream.
@@ -403,8 +399,7 @@ struct stream_traits {
   static void destroy(stream_ref& s, stream_state& state);
   static void release(stream_state& state);
 };
-/// A stream owner of `handle` that releases `hold` once it has destroyed the stream (a green
-/// context's streams keep it alive).
+/// A `handle` owner releasing `hold` after destroying it (a green context's streams keep it alive).
 inline stream adopt_stream(cudaStream_t handle, shared_state* hold);
 struct async_memory_kind;
 }  // namespace detail
@@ -416,9 +411,8 @@ class stream
   using base = detail::unique_handle<stream_ref, detail::stream_traits, detail::stream_state>;
 
  public:
-  /// Creates a stream on device `d` (in the context current for d, else d's primary context).
-  /// `priority` must lie in d.stream_priority_range() (lower numbers run first); out of range is
-  /// an error, not clamped.
+  /// Creates a stream on `d` (in the context current for d, else d's primary). `priority` must lie
+  /// in d.stream_priority_range() (lower numbers run first); out of range is an error, not clamped.
   explicit stream(curt::device d, stream_flags flags = stream_flags::non_blocking, int priority = 0)
       : base(no_handle) {
     detail::check_stream_priority(d, priority, [&] {
@@ -492,10 +486,9 @@ inline void detail::stream_traits::release(stream_state& state) {
            "cuEventDestroy(wait event)", __FILE__, __LINE__);
 }
 
-/// Times a region of work on a stream: records a start event now and a stop event at stop().
+/// Times a region of work on a stream: start event now, stop event at stop(); restart(): a new one.
 ///   curt::stream_timer timer(stream);  ... enqueue work ...;  auto ms = timer.stop();
 /// Without blocking: timer.record_stop(); ... poll timer.ready() ...; auto ms = timer.elapsed();
-/// restart() begins a new region on the same stream.
 class stream_timer {
  public:
   /// A timer of a temporary owner would outlive its stream.

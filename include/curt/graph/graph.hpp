@@ -16,7 +16,6 @@
 #include <curt/execution/stream.hpp>
 #include <curt/graph/node_kinds.hpp>
 
-#include <cstdio>
 #include <memory>
 #include <vector>
 
@@ -89,11 +88,7 @@ CURT_COLD inline std::string describe_instantiate_flags(unsigned long long flags
   std::string text;
   for (unsigned bit = 0; bit < 4; ++bit)
     if (flags & (1ull << bit)) text += fmt("%s%s", text.empty() ? "" : " | ", names[bit]);
-  if (flags & ~0xfull) {
-    char rest[32];
-    std::snprintf(rest, sizeof rest, "%s0x%llx", text.empty() ? "" : " | ", flags & ~0xfull);
-    text += rest;
-  }
+  if (flags & ~0xfull) text += fmt("%s0x%llx", text.empty() ? "" : " | ", flags & ~0xfull);
   return text.empty() ? "none" : text;
 }
 /// The native flags; refuses, before CUDA is called, the pair CUDA refuses.
@@ -128,11 +123,9 @@ cudaError_t call_in(const Call& call, const Where&... where) {
 }
 // "memset node 0x...". Needs a context.
 CURT_COLD inline std::string describe_node(cudaGraphNode_t node) {
-  char address[32];
-  std::snprintf(address, sizeof address, " node %p", static_cast<void*>(node));
   cudaGraphNodeType type = cudaGraphNodeTypeCount;
   if (node && cudaGraphNodeGetType(node, &type) != cudaSuccess) type = cudaGraphNodeTypeCount;
-  return node ? fmt("%s%s", node_type_name(type), address) : std::string();
+  return node ? fmt("%s node %p", node_type_name(type), static_cast<void*>(node)) : std::string();
 }
 // Counts single_exec_nodes in `graph` and its child graphs; `found`: `node` is one of them.
 CURT_COLD inline single_exec_nodes census(cudaGraph_t graph, cudaGraphNode_t node = nullptr,
@@ -593,17 +586,16 @@ inline graph_exec graph_ref::instantiate_with(instantiate_flags flags, cudaStrea
     return cudaGraphInstantiateWithParams(&exec, g, &params);
   }();
   if (CURT_UNLIKELY(status != cudaSuccess))
-    detail::throw_error(make_error_code(status),
-                        detail::fmt("cudaGraphInstantiateWithParams(graph, flags %s)",
-                                    detail::describe_instantiate_flags(params.flags).c_str()),
-                        __FILE__, __LINE__, [&] {
-                          return detail::describe_result(detail::instantiate_results,
-                                                         params.result_out,
-                                                         "cudaGraphInstantiate") +
-                                 detail::diagnose(
-                                     [&] { return detail::explain_instantiation(params, g); },
-                                     detail::any_context);
-                        });
+    detail::throw_error(
+        make_error_code(status),
+        detail::fmt("cudaGraphInstantiateWithParams(graph, flags %s)",
+                    detail::describe_instantiate_flags(params.flags).c_str()),
+        __FILE__, __LINE__, [&] {
+          return detail::describe_result(detail::instantiate_results, params.result_out,
+                                         "cudaGraphInstantiate") +
+                 detail::diagnose([&] { return detail::explain_instantiation(params, g); },
+                                  detail::any_context);
+        });
   return graph_exec::from_native_handle(exec);
 }
 

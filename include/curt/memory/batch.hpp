@@ -11,7 +11,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -53,10 +52,7 @@ struct batch_runs {
 };
 
 CURT_COLD inline std::string batch_pointer_text(const void* pointer) {
-  if (pointer == nullptr) return "null";
-  char text[32];
-  std::snprintf(text, sizeof text, "%p", pointer);
-  return text;
+  return pointer == nullptr ? std::string("null") : fmt("%p", pointer);
 }
 
 // What every batch shares: entries numbered as added, also those left out of the call for being

@@ -334,8 +334,7 @@ class copy_batch : public detail::copy_batch_base<copy_batch> {
     return static_cast<source_access>(runs_.values[run].srcAccessOrder);
   }
   CURT_COLD std::string describe(std::size_t i) const {
-    return detail::fmt("%s, src %s, %zu bytes",
-                       detail::batch_pointer_text(destination(i)).c_str(),
+    return detail::fmt("%s, src %s, %zu bytes", detail::batch_pointer_text(destination(i)).c_str(),
                        detail::batch_pointer_text(source(i)).c_str(), sizes_[i]);
   }
   cudaError_t add_node(std::size_t i, cudaStream_t stream) const {
@@ -360,8 +359,7 @@ class copy_batch : public detail::copy_batch_base<copy_batch> {
 template <class T>
 class strided_volume {
  public:
-  /// Rows `row_length` elements apart, layers `layer_height` rows apart; 0 for either means
-  /// tightly packed for the copy's extent.
+  /// Rows `row_length` elements, layers `layer_height` rows apart; 0: packed for the copy's extent.
   constexpr strided_volume(T* data, std::size_t row_length, std::size_t layer_height) noexcept
       : data_(data), row_pitch_(row_length * sizeof(T)), layer_height_(layer_height) {}
   /// Rows `row_pitch_bytes` apart (cudaMalloc3D's pitch), layers `layer_height` rows apart.

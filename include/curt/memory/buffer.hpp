@@ -22,7 +22,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <cstdio>
 #include <string>
 
 namespace curt {
@@ -42,8 +41,7 @@ enum class register_flags : unsigned {
   io_memory = cudaHostRegisterIoMemory,  ///< the range is memory-mapped I/O (a PCI BAR)
   read_only = cudaHostRegisterReadOnly,  ///< the device only reads it (needs the device attribute)
 };
-/// Which streams may use managed memory: cudaMallocManaged takes global or host;
-/// managed_buffer::attach also takes single (one stream).
+/// Which streams may use managed memory (cudaMallocManaged: global or host; attach(): single too).
 enum class attach_flags : unsigned {
   global = cudaMemAttachGlobal,  ///< any stream on any device
   host = cudaMemAttachHost,      ///< no stream until attached: the host uses it freely
@@ -107,8 +105,7 @@ template <class T>
 allocation adopted(const char* kind, curt::device d, const void* memory, std::size_t count) {
   (void)checked_bytes<T>(count, kind, "adopt count");
   if (memory == nullptr && count != 0)
-    raise(cudaErrorInvalidValue,
-          fmt("%s::adopt(null, %zu)", owner_name<T>(kind).c_str(), count),
+    raise(cudaErrorInvalidValue, fmt("%s::adopt(null, %zu)", owner_name<T>(kind).c_str(), count),
           "a null pointer can only be adopted with a count of 0", __FILE__, __LINE__);
   CUcontext own = nullptr;
   if (memory != nullptr &&
@@ -150,8 +147,7 @@ class buffer : public memory_owner<T, Kind> {
   // count elements with `allocate(&p, bytes)`, a runtime call named `call` with `flags` (none
   // when negative), in d's context; or none.
   template <class Allocate>
-  buffer(curt::device d, std::size_t count, const char* call, long long flags,
-         Allocate allocate)
+  buffer(curt::device d, std::size_t count, const char* call, long long flags, Allocate allocate)
       : base(nullptr, count, allocation{nullptr, d.ordinal()}) {
     const std::size_t bytes = checked_bytes<T>(count, Kind::name, "count");
     if (bytes == 0) return;
@@ -227,10 +223,9 @@ class pinned_buffer : public detail::buffer<T, detail::pinned_memory_kind> {
   T* device_pointer() const {
     T* host = const_cast<T*>(this->native("device_pointer()"));
     if (detail::cached_properties(this->place_.ordinal).unifiedAddressing) return host;
-    return static_cast<T*>(detail::mapped_pointer(host, has_flag(flags_, pinned_flags::mapped),
-                                                  this->place_,
-                                                  detail::owner_name<T>("pinned_buffer"),
-                                                  "pinned_flags::mapped", "pinned_buffer"));
+    return static_cast<T*>(detail::mapped_pointer(
+        host, has_flag(flags_, pinned_flags::mapped), this->place_,
+        detail::owner_name<T>("pinned_buffer"), "pinned_flags::mapped", "pinned_buffer"));
   }
 
  private:
@@ -238,10 +233,9 @@ class pinned_buffer : public detail::buffer<T, detail::pinned_memory_kind> {
   pinned_flags flags_ = pinned_flags::none;
 };
 
-/// count elements of T in managed memory (cudaMallocManaged) of device d's context: the host
-/// and every device address it by the same pointer (prefetches and advice: memory/unified.hpp).
-/// Not initialized. Without concurrent managed access, the host must not touch it while a kernel
-/// that may use it runs.
+/// count elements of T in managed memory (cudaMallocManaged) of device d's context: one pointer for
+/// the host and every device (prefetches, advice: memory/unified.hpp). Not initialized. Without
+/// concurrent managed access, the host must not touch it while a kernel that may use it runs.
 template <class T>
 class managed_buffer : public detail::buffer<T, detail::managed_memory_kind> {
   using base = detail::buffer<T, detail::managed_memory_kind>;
@@ -269,10 +263,9 @@ class managed_buffer : public detail::buffer<T, detail::managed_memory_kind> {
     cudaStream_t h = stream.get();
     if (p == nullptr) return;  // 0 elements: nothing to attach
     detail::context_scope in(detail::for_stream, h);
-    detail::check(cudaStreamAttachMemAsync(h, p, 0, static_cast<unsigned>(flags)),
-                  "cudaStreamAttachMemAsync",
-                  {"stream", "managed_buffer", {"flags", static_cast<long long>(flags)}},
-                  __FILE__, __LINE__);
+    detail::check(
+        cudaStreamAttachMemAsync(h, p, 0, static_cast<unsigned>(flags)), "cudaStreamAttachMemAsync",
+        {"stream", "managed_buffer", {"flags", static_cast<long long>(flags)}}, __FILE__, __LINE__);
   }
 
  private:
@@ -334,10 +327,9 @@ class host_registration
   }
   /// The address kernels use for the memory (with register_flags::mapped only).
   void* device_pointer() const {
-    return detail::mapped_pointer(usable("device_pointer()"),
-                                  has_flag(flags_, register_flags::mapped), place_,
-                                  "curt::host_registration", "register_flags::mapped",
-                                  "registered memory");
+    return detail::mapped_pointer(
+        usable("device_pointer()"), has_flag(flags_, register_flags::mapped), place_,
+        "curt::host_registration", "register_flags::mapped", "registered memory");
   }
   /// Gives up the registration (the caller unregisters the pointer); the owner is "released".
   void* release() {
@@ -354,11 +346,9 @@ class host_registration
   }
   [[noreturn]] CURT_COLD static void fail(cudaError_t status, void* memory, std::size_t bytes,
                                           register_flags flags, int ordinal) {
-    char address[32];
-    std::snprintf(address, sizeof address, "%p", memory);
     detail::throw_error(
         make_error_code(status),
-        detail::fmt("cudaHostRegister(%s, %zu bytes, flags %u, device %d)", address, bytes,
+        detail::fmt("cudaHostRegister(%p, %zu bytes, flags %u, device %d)", memory, bytes,
                     static_cast<unsigned>(flags), ordinal),
         __FILE__, __LINE__, [&]() -> std::string {
           if (status == cudaErrorHostMemoryAlreadyRegistered)

@@ -74,8 +74,7 @@ CURT_COLD inline void copy_failed(cudaError_t status, std::size_t bytes) {
 }
 
 [[noreturn]] CURT_COLD inline void throw_size_mismatch(const char* operation,
-                                                       std::size_t destination,
-                                                       std::size_t source,
+                                                       std::size_t destination, std::size_t source,
                                                        std::size_t element_size) {
   raise(cudaErrorInvalidValue,
         fmt("curt::%s(destination of %zu elements, source of %zu elements)", operation,
@@ -138,10 +137,9 @@ void copy(Dst&& dst, Src&& src, stream_ref stream) {
   copy(std::forward<Dst>(dst), static_cast<const std::remove_reference_t<Src>&>(src), stream);
 }
 
-/// Copies src into dst on `stream` and waits for the stream: the copy comes after the work queued
-/// there before it (a kernel that writes src), and dst holds the data on return. Either range may
-/// be a temporary. A capturing stream is refused before anything is queued (a wait there would
-/// invalidate the capture).
+/// Copies src into dst on `stream` and waits: the copy follows the work queued there before it (a
+/// kernel writing src), and dst holds the data on return. Either range may be a temporary. A
+/// capturing stream is refused before anything is queued (a wait would invalidate the capture).
 template <class Dst, class Src>
 void copy_and_wait(Dst&& dst, const Src& src, stream_ref stream) {
   if (CURT_UNLIKELY(stream.is_capturing()))
@@ -170,8 +168,7 @@ void copy_n(T* dst, const T* src, std::size_t n, stream_ref stream) {
   curt::copy(detail::pointer_range<T>{dst, n}, detail::pointer_range<const T>{src, n}, stream);
 }
 
-/// Sets every byte of dst's elements to `byte` on `stream` (cudaMemsetAsync); device-addressable
-/// memory only.
+/// Sets dst's bytes to `byte` on `stream` (cudaMemsetAsync); dst must be device-addressable.
 template <class Dst>
 void memset(Dst&& dst, unsigned char byte, stream_ref stream) {
   if constexpr (detail::copyable_ranges<Dst, Dst>()) {

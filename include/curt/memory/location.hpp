@@ -22,8 +22,7 @@ class memory_location {
   static memory_location device(curt::device d) noexcept {
     return memory_location(cudaMemLocationTypeDevice, d.ordinal());
   }
-  /// Device memory of the device with this ordinal; throws cuda_error(cudaErrorInvalidDevice)
-  /// naming the ordinal when no such device is visible (as curt::device(int) does).
+  /// Device memory of device `ordinal`; throws cudaErrorInvalidDevice as curt::device(int) does.
   static memory_location device(int ordinal) { return device(curt::device(ordinal)); }
   /// Host memory (the id is ignored by CUDA and kept 0 here).
   static constexpr memory_location host() noexcept {

@@ -186,9 +186,8 @@ class discard_batch : public detail::managed_range_batch {
   static constexpr const char* add_call = "curt::discard_batch::add";
 };
 
-/// Discards managed memory ranges and prefetches each to its location, in one
-/// cudaMemDiscardAndPrefetchBatchAsync: for memory about to be overwritten where it goes (its old
-/// contents are dropped, not migrated).
+/// In one cudaMemDiscardAndPrefetchBatchAsync, discards managed memory ranges and prefetches each
+/// to its location: for memory about to be overwritten there (old contents dropped, not migrated).
 class discard_and_prefetch_batch : public detail::managed_range_batch {
  public:
   using managed_range_batch::managed_range_batch;

@@ -16,7 +16,6 @@
 #include <limits>
 #include <string>
 #include <type_traits>
-#include <utility>
 
 namespace curt::detail {
 
@@ -109,8 +108,7 @@ class memory_span {
   std::size_t size_bytes() const noexcept { return size() * sizeof(T); }
   /// size() == 0: true for a buffer of 0 elements and for an owner that holds nothing.
   bool empty() const noexcept { return size() == 0; }
-  /// True when the owner holds memory (a buffer of 0 elements too); false when it is empty,
-  /// moved-from, released or freed.
+  /// Holds memory (a buffer of 0 elements too); false when empty, moved-from, released or freed.
   bool valid() const noexcept { return !is_state_handle(handle_); }
 
   memory_span(T* memory, std::size_t count, place_type place) noexcept
@@ -181,8 +179,7 @@ class memory_owner : public unique_handle<memory_span<T, Kind>, memory_traits<Ki
       : base(memory_span<T, Kind>(memory, count, place)) {}
   explicit memory_owner(handle_state state) noexcept
       : base(memory_span<T, Kind>(state_handle<T*>(state), 0, place_type())) {}
-  /// For an explicit free: the pointer (throws when the owner holds none); the owner is then
-  /// "freed" and frees nothing more.
+  /// For an explicit free: the pointer (throws if none); the owner, now "freed", frees no more.
   T* take_for_free(const char* operation) {
     T* p = this->native(operation);
     this->handle_ = state_handle<T*>(handle_state::freed);

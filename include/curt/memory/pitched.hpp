@@ -109,9 +109,7 @@ class basic_pitched_buffer
   /// Rows (per slice, in 3D).
   std::size_t height() const noexcept { return extent(this->place_.height); }
   template <int D = Dimensions, std::enable_if_t<D == 3, int> = 0>
-  std::size_t depth() const noexcept {
-    return extent(this->place_.depth);
-  }
+  std::size_t depth() const noexcept { return extent(this->place_.depth); }
   /// Bytes from one row to the next (at least width() * sizeof(T)).
   std::size_t pitch() const noexcept { return extent(this->place_.pitch); }
   /// width() * height() (* depth()): the elements a dense copy moves.

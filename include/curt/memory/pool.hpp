@@ -28,7 +28,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <initializer_list>
 #include <string>
 
@@ -304,13 +303,11 @@ class memory_pool_ref {
 
   /// "pool 0x... of device 0 memory, max size ... bytes": for messages.
   CURT_COLD std::string describe() const {
-    char text[32];
-    std::snprintf(text, sizeof text, "pool %p", static_cast<void*>(handle_));
     const std::string where = where_.describe();
     std::string kind = is_managed_pool() ? " of managed memory" : " (location unknown)";
     if (is_managed_pool()) kind += where_.is_none() ? " (no preferred location)" : " on " + where;
     if (is_pinned()) kind = (where_.is_device() ? " of " : " of pinned ") + where + " memory";
-    return detail::fmt("%s%s%s%s", text, kind.c_str(),
+    return detail::fmt("pool %p%s%s%s", static_cast<void*>(handle_), kind.c_str(),
                        imported_ ? ", imported from another process" : "",
                        max_size_ ? detail::fmt(", max size %zu bytes", max_size_).c_str() : "");
   }
@@ -462,8 +459,7 @@ inline memory_pool_ref location_pool(memory_location where, cudaMemAllocationTyp
   const auto get = current ? &cudaMemGetMemPool : &cudaMemGetDefaultMemPool;
   check(in_pool_context(where, [&] { return get(&pool, &at, type); }),
         current ? "cudaMemGetMemPool" : "cudaMemGetDefaultMemPool",
-        {{"location type", at.type}, {"id", at.id}, {"allocation type", type}}, __FILE__,
-        __LINE__);
+        {{"location type", at.type}, {"id", at.id}, {"allocation type", type}}, __FILE__, __LINE__);
   return memory_pool_ref(pool, where, type);
 }
 }  // namespace detail

@@ -104,11 +104,10 @@ inline cudaMemPool_t import_memory_pool_handle(const posix_fd& fd, memory_locati
 /// must be exportable() and its handle exported already (export_handle()).
 inline cudaMemPoolPtrExportData export_pointer(const void* allocation) {
   cudaMemPoolPtrExportData data{};
-  cudaError_t status = cudaSuccess;
-  {
+  const cudaError_t status = [&] {
     detail::context_scope in(detail::for_memory, allocation);  // its pool's device
-    status = cudaMemPoolExportPointer(&data, const_cast<void*>(allocation));
-  }
+    return cudaMemPoolExportPointer(&data, const_cast<void*>(allocation));
+  }();
   if (CURT_UNLIKELY(status != cudaSuccess))
     detail::throw_error(make_error_code(status), "cudaMemPoolExportPointer(pointer)", __FILE__,
                         __LINE__,

@@ -3,12 +3,10 @@
 // translation unit of the CUDA runtime headers; see docs/performance.md).
 //
 // - An owner converts implicitly to any span-like view type S of its elements: S has an
-//   element_type, T* converts to element_type* as arrays do (so float -> const float, never
-//   const float -> float), and S is constructible from (T*, std::size_t). cuda::std::span,
-//   std::span (C++20) and a user's own view all qualify, so a kernel can take a
-//   cuda::std::span<float> by value and be given a buffer.
-// - A copy accepts any contiguous range r with r.data() and r.size(): curt's owners, spans,
-//   std::vector, std::array.
+//   element_type, T* converts to element_type* as arrays do (T -> const T, never the reverse), and
+//   S is constructible from (T*, std::size_t). cuda::std::span, std::span (C++20) and a user's own
+//   view all qualify, so a kernel can take a cuda::std::span<float> by value and be given a buffer.
+// - Copies take contiguous ranges (data(), size()): curt's owners, spans, std::vector, std::array.
 #pragma once
 
 #include <curt/core/config.hpp>
@@ -154,8 +152,7 @@ template <class...>
 inline constexpr bool dependent_false = false;
 }  // namespace detail
 
-/// Without <curt/span.hpp>, curt::span(range[, offset, count]) lands here and says which header
-/// it needs.
+/// Without <curt/span.hpp>, curt::span(range[, offset, count]) lands here and names that header.
 template <class Never = void>
 auto span(detail::span_without_header, ...) {  // deduced: its body, and the assertion, compile
   static_assert(detail::dependent_false<Never>,

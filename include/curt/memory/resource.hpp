@@ -3,9 +3,8 @@
 //
 // memory_pool_ref and memory_pool are cuda::mr::resource and async_resource by their members
 // (memory/pool.hpp) but claim no accessibility property: whether a pool's memory is device- or
-// host-accessible is run-time knowledge (its kind, set_access()). pool_resource<Properties...> is
-// a pool checked to have them when the resource is made, for cuda::mr::resource_ref and
-// async_resource_ref:
+// host-accessible is run-time knowledge (its kind, set_access()). pool_resource<Properties...> is a
+// pool checked to have them when made, for cuda::mr::resource_ref and async_resource_ref:
 //   device_accessible  a device pool, or one a device was given read-write access to
 //                      (set_access) before; accessible from those devices, as for CCCL's own
 //   host_accessible    a pool of pinned host, host NUMA or managed memory

@@ -1,6 +1,5 @@
-// curt/memory/span.hpp: cuda::std::span views of buffers and ranges, with bounds checks. Opt-in
-// (not in <curt/curt.hpp>): it includes <cuda/std/span>, which costs about as much to compile as
-// the CUDA runtime headers.
+// curt/memory/span.hpp: cuda::std::span views of buffers and ranges, bounds-checked. Opt-in (not in
+// <curt/curt.hpp>): <cuda/std/span> costs about as much to compile as the CUDA runtime headers.
 //
 //   cuda::std::span<float> all = curt::span(buffer);
 //   cuda::std::span<const float> part = curt::span(std::as_const(buffer), 100, 50);

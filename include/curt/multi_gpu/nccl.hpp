@@ -323,11 +323,10 @@ class nccl_communicator : public detail::unique_handle<nccl_communicator_ref, de
   }
   explicit nccl_communicator(no_handle_t) noexcept : base(no_handle) {}  ///< empty: uses throw
 
-  /// Aborts the communicator now (ncclCommAbort): its running collectives are told to stop and it
+  /// Aborts the communicator now (ncclCommAbort): its running collectives are told to stop, and it
   /// is freed without waiting; call it before anything waits on them, from any thread. Refused
-  /// while the calling thread fills an nccl_group: NCCL defers an abort inside a group to its
-  /// end, and a cancelled group drops it. The owner is left empty, also when NCCL reports a
-  /// failure (thrown as nccl_error).
+  /// while this thread fills an nccl_group: NCCL defers an abort to the group's end, and a
+  /// cancelled group drops it. The owner is left empty even if NCCL fails (thrown as nccl_error).
   void abort() {
     ncclComm_t comm = native("abort()");
     auto call = [&] {
