@@ -17,6 +17,7 @@
 #include <curt/graph/node_kinds.hpp>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace curt::detail::driver_fn {
@@ -199,8 +200,9 @@ struct exec_state {
   // update that succeeds hands the replacements to them (a refused one leaves them here).
   template <class Update>
   graph_update_result whole_update(Update update) const {
-    context_scope in(any_context);  // the runtime's user-object calls wake no primary context
     host_node_callable* const list = current;
+    std::optional<context_scope> in;  // the runtime's user-object calls wake no primary context
+    if (list) in.emplace(any_context);
     host_node_callable* c = list;
     auto release = [list](host_node_callable* end) noexcept {
       for (host_node_callable *r = list, *next = nullptr; r != end; r = next) {
