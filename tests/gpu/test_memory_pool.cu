@@ -501,9 +501,10 @@ TEST_CASE("async_buffer frees on its stream, in stream order, or on another stre
   }
   SECTION("its curt::stream destroyed first: the free follows that stream's work, nothing waits") {
     // Work on another stream that only the host ends (a persistent kernel) must not hold the
-    // buffer's destructor up, and the free must still come after the stream's last work.
+    // buffer's destructor up (a device-wide wait would, until the gate's 30 s timeout), and the
+    // free must still come after the stream's last work.
     curt_test::destructor_error_counter destructor_errors;
-    curt_test::host_gate unrelated, last_work;
+    curt_test::host_gate unrelated;
     unrelated.block(other);
     device_array<int> copy(static_cast<std::size_t>(n));
     std::optional<curt::stream> gone(std::in_place, gpu);
@@ -513,28 +514,26 @@ TEST_CASE("async_buffer frees on its stream, in stream order, or on another stre
       curt::async_buffer<int> b = pool.allocate<int>(std::size_t(n), *gone);
       first = b.data();
       curt::launch(*gone, config_for(n), fill, b.data(), n, value);
-      last_work.block(*gone);
       CURT_CHECK(cudaMemcpyAsync(copy.get(), b.data(), b.size_bytes(), cudaMemcpyDeviceToDevice,
-                                 *gone));  // reads b after the gate
+                                 *gone));
       gone.reset();
     }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    CHECK(seconds < 5.0);  // the gates close for 30 s
-    CHECK_FALSE(other.ready());
+    CHECK(seconds < 20.0);  // generous for compute-sanitizer; the gate holds for 30 s
     // Memory the pool hands out again must not be written before the copy above has read it.
     curt::async_buffer<int> next = pool.allocate<int>(std::size_t(n), s);
     INFO("the pool gave " << (static_cast<void*>(next.data()) == first ? "the same" : "other")
                           << " memory");
     curt::launch(s, config_for(n), fill, next.data(), n, value + 7);
-    last_work.open();
     unrelated.open();
     CURT_CHECK(cudaDeviceSynchronize());
     CHECK(copy.download() == std::vector<int>(std::size_t(n), value));
     CHECK(destructor_errors.count() == 0);
   }
   SECTION("its curt::stream destroyed first, freed while another thread captures") {
-    // The late free must not be an unsafe call for another thread's global-mode capture.
+    // Thread-local mode: a global-mode capture elsewhere refuses any stream-ordered free (CUDA
+    // counts cudaFreeAsync as unsafe then), this one only what curt itself may add (a wait).
     curt_test::destructor_error_counter destructor_errors;
     std::optional<curt::stream> gone(std::in_place, gpu);
     std::optional<curt::async_buffer<int>> b(pool.allocate<int>(std::size_t(n), *gone));
@@ -548,7 +547,7 @@ TEST_CASE("async_buffer frees on its stream, in stream order, or on another stre
     std::thread capturer([&] {
       bool signalled = false;
       try {
-        curt::capture_scope capture(capturing);  // global mode
+        curt::capture_scope capture(capturing, curt::capture_mode::thread_local_);
         curt::launch(capturing, config_for(n), fill, target.get(), n, value);
         began.set_value();
         signalled = true;
