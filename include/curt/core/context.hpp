@@ -125,7 +125,10 @@ class context_scope {
   explicit context_scope(CUcontext context) {
     if (context != current_context()) push(context);
   }
-  context_scope(for_stream_t, cudaStream_t stream) {
+  context_scope(for_stream_t, cudaStream_t stream) { enter(for_stream, stream); }
+  explicit context_scope(any_context_t) { enter(any_context); }
+  // The same for a scope made empty first (entered on a condition).
+  void enter(for_stream_t, cudaStream_t stream) {
     if (CURT_LIKELY(current_context() != nullptr)) return;
     int status = 0;
     CUcontext context = is_default_stream_handle(stream) ? primary_context(runtime_device())
@@ -151,7 +154,7 @@ class context_scope {
     else
       push(active_primary_context());  // memory CUDA does not know
   }
-  explicit context_scope(any_context_t) {
+  void enter(any_context_t) {
     if (CURT_LIKELY(current_context() != nullptr)) return;
     push(active_primary_context());
   }

@@ -28,7 +28,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdlib>
-#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -376,9 +375,9 @@ std::string explain_launch_failure(const Config& config, const void* kernel) {
 template <class Config>
 [[noreturn]] CURT_COLD void throw_launch_error(int result, const Config& config,
                                                const void* kernel) {
-  std::optional<context_scope> in;  // the kernel's name is asked in the stream's context too
+  context_scope in;  // the kernel's name is asked in the stream's context too
   try {
-    in.emplace(for_stream, config.stream);
+    in.enter(for_stream, config.stream);
   } catch (const cuda_error&) {  // one the driver cannot tell: the explanation says no more
   }
   throw_error(make_error_code(static_cast<cudaError_t>(result)), describe_launch(config, kernel),

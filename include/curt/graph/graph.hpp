@@ -17,7 +17,6 @@
 #include <curt/graph/node_kinds.hpp>
 
 #include <memory>
-#include <optional>
 #include <vector>
 
 namespace curt::detail::driver_fn {
@@ -201,8 +200,8 @@ struct exec_state {
   template <class Update>
   graph_update_result whole_update(Update update) const {
     host_node_callable* const list = current;
-    std::optional<context_scope> in;  // the runtime's user-object calls wake no primary context
-    if (list) in.emplace(any_context);
+    context_scope in;  // the runtime's user-object calls wake no primary context
+    if (list) in.enter(any_context);
     host_node_callable* c = list;
     auto release = [list](host_node_callable* end) noexcept {
       for (host_node_callable *r = list, *next = nullptr; r != end; r = next) {
