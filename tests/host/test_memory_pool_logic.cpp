@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace {
@@ -107,6 +108,30 @@ TEST_CASE("pool owners and buffers that hold nothing say which", "[memory_pool]"
       [&] { (void)curt::async_buffer<int>::adopt(nullptr, 3, fake_stream()); },
       cudaErrorInvalidValue, {"adopt(null, 3", "count of 0"});
 
+}
+
+// Every way to make an async_buffer on a curt::stream owner takes the owner too, so that the
+// buffer keeps the stream when the owner dies first (found by review: import_pointer took only a
+// stream_ref, and an owner passed to it converted silently).
+template <class T, class Signature, class = void>
+struct takes_owner : std::false_type {};
+template <class T, class Signature>
+struct takes_owner<T, Signature,
+                   std::void_t<decltype(static_cast<Signature*>(&curt::import_pointer<T>))>>
+    : std::true_type {};
+template <class T>
+using import_on_owner = curt::async_buffer<T>(curt::memory_pool_ref,
+                                              const cudaMemPoolPtrExportData&, std::size_t,
+                                              const curt::stream&);
+template <class T>
+using allocate_on_owner = curt::async_buffer<T>(std::size_t, const curt::stream&);
+
+TEST_CASE("async_buffers made on a stream owner take the owner", "[memory_pool]") {
+  CHECK(takes_owner<int, import_on_owner<int>>::value);
+  CHECK(takes_owner<float, import_on_owner<float>>::value);
+  // The control: a signature no overload has is not found.
+  CHECK_FALSE(takes_owner<int, allocate_on_owner<int>>::value);
+  CHECK(static_cast<allocate_on_owner<int>*>(&curt::allocate_async<int>) != nullptr);
 }
 
 TEST_CASE("posix_fd owns a descriptor and fails loudly without one", "[memory_pool][ipc]") {

@@ -121,14 +121,14 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
   }
   /// Frees now, on the buffer's stream (after the work submitted to it so far).
   void free() {
+    const auto stream_kept = std::move(this->place_.end);  // a dead owner's stream goes after it
     detail::free_async(this->take_for_free("free()"), this->place_);  // take_for_free keeps it
-    this->place_.end.reset();  // a destroyed owner's stream may go now
   }
   /// Frees now on `other`, which the caller has ordered after every use of the memory.
   void free(stream_ref other) {
     (void)other.get();  // a stream that holds none throws before the buffer lets go
+    const auto stream_kept = std::move(this->place_.end);
     detail::free_async(this->take_for_free("free(stream)"), detail::free_place{other, nullptr, {}});
-    this->place_.end.reset();
   }
 
  private:

@@ -142,4 +142,11 @@ async_buffer<T> import_pointer(memory_pool_ref imported_pool, const cudaMemPoolP
   }
   return async_buffer<T>::adopt(static_cast<T*>(p), count, stream);
 }
+/// The same on a curt::stream owner, which then lives until the buffer is freed.
+template <class T>
+async_buffer<T> import_pointer(memory_pool_ref imported_pool, const cudaMemPoolPtrExportData& data,
+                               std::size_t count, const curt::stream& stream) {
+  return detail::async_memory_kind::watching(
+      import_pointer<T>(imported_pool, data, count, stream_ref(stream)), stream);
+}
 }  // namespace curt
