@@ -4,6 +4,8 @@
 //                    vs pool.allocate<char>(1 MiB, stream) + ~async_buffer (curt)
 //   paired/current   cudaMallocAsync + cudaFreeAsync (the device's current pool)
 //                    vs curt::allocate_async<char>(1 MiB, stream) + ~async_buffer
+//   paired/owner     the same on a curt::stream owner: its buffers share the owner's end block
+//                    (one atomic increment and decrement each), so they may outlive the owner
 // and, in both, cudaMalloc + cudaFree of the same size as context (its cost swings from about 2 to
 // 80 µs with the process's state; pool allocation is about 1 µs on an H200).
 //
@@ -123,9 +125,10 @@ void paired_pool(benchmark::State& state) {
       });
 }
 
-void paired_current(benchmark::State& state) {
+// curt::allocate_async on `curt_stream` (a stream_ref or the curt::stream owner itself).
+template <class CurtStream>
+void paired_current(benchmark::State& state, const CurtStream& curt_stream) {
   const cudaStream_t stream = g->stream;
-  const curt::stream_ref curt_stream = g->stream;
   paired(
       state,
       [&] {
@@ -158,7 +161,12 @@ int main(int argc, char** argv) {
     }
     context->stream.synchronize();
     curt_bench::add("paired/pool", bench::paired_pool);
-    curt_bench::add("paired/current", bench::paired_current);
+    curt_bench::add("paired/current", [](benchmark::State& state) {
+      bench::paired_current(state, curt::stream_ref(bench::g->stream));
+    });
+    curt_bench::add("paired/owner", [](benchmark::State& state) {
+      bench::paired_current(state, bench::g->stream);
+    });
     benchmark::AddCustomContext("curt_bytes", std::to_string(bench::kBytes));
     benchmark::AddCustomContext("curt_pairs_per_batch", std::to_string(bench::kPairs));
   });

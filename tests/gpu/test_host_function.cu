@@ -22,6 +22,7 @@
 #include <curt/graph_capture.hpp>
 #include <curt/launch.hpp>
 #include <curt/memory.hpp>
+#include <curt/memory_pool.hpp>
 #include <curt/stream.hpp>
 
 #include <atomic>
@@ -30,6 +31,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -373,6 +375,52 @@ TEST_CASE("an exception kept for a stream destroyed before synchronize() goes to
   for (int i = 0; i < 64; ++i) fresh.emplace_back(d);
   for (auto& f : fresh) CHECK_NOTHROW(f.synchronize());
   CHECK(errors.count.load() == 1);
+}
+
+TEST_CASE("a stream its buffers keep after its owner died keeps its host exceptions until it goes") {
+  curt::device d(0);
+  error_recorder errors;
+  std::string message = random_message("after the owner");
+  std::optional<curt::stream> owner(std::in_place, d);
+  std::optional<curt::async_buffer<int>> buffer(curt::allocate_async<int>(1024, *owner));
+  const unsigned long long id = owner->id();
+  curt::stream_ref s = buffer->stream();
+
+  SECTION("a function queued before the owner died throws after: the stream's synchronize rethrows") {
+    auto open = std::make_shared<std::atomic<bool>>(false);
+    s.host_call([open] {
+      auto deadline = std::chrono::steady_clock::now() + 3s;
+      while (!open->load() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(50us);
+    });
+    s.host_call([message] { throw graph_failure(message); });
+    owner.reset();  // the stream lives on in the buffer: not an orphaned exception
+    open->store(true);
+    try {
+      s.synchronize();
+      FAIL("synchronize() did not rethrow the host function's exception");
+    } catch (const graph_failure& e) {
+      CHECK(std::string(e.what()) == message);
+    }
+    CHECK(errors.count.load() == 0);
+  }
+  SECTION("a function queued through the buffer's stream: reported when the last buffer goes") {
+    owner.reset();
+    s.host_call([message] { throw graph_failure(message); });
+    curt::event done(d);  // waits without taking the exception
+    done.record(s);
+    done.synchronize();
+    CHECK(errors.count.load() == 0);
+    buffer.reset();  // destroys the stream
+    REQUIRE(errors.count.load() == 1);
+    CHECK(errors.host_function_errors.load() == 1);
+    std::string what = errors.message(0);
+    INFO("what(): " << what);
+    CHECK_THAT(what, ContainsSubstring(message));
+    CHECK_THAT(what, ContainsSubstring("destroyed"));
+    CHECK_THAT(what, ContainsSubstring(std::to_string(id)));
+    CHECK_FALSE(curt::detail::deferred().has_errors());  // nothing left kept for good
+  }
 }
 
 TEST_CASE("a thread's per-thread stream does not inherit an earlier thread's host exception, which is reported when that thread exits") {

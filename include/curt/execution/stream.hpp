@@ -375,6 +375,14 @@ auto to_cccl(const Stream& stream) {  // deduced: its body is compiled, and the 
 }
 
 namespace detail {
+// The id of a stream about to be destroyed when host functions may keep an exception for it (0
+// when none may): after the destruction, deferred().stream_gone(id) hands it to the handler.
+inline unsigned long long id_for_stream_gone(cudaStream_t handle) noexcept {
+  unsigned long long id = 0;  // the driver's query needs no context, and a failure is no throw
+  if (deferred().has_entries() && CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetId, 12000)(handle, &id))
+    id = 0;
+  return id;
+}
 // A curt::stream's handle once its owner is gone while buffers (async_buffer) still free on it:
 // the last of them destroys it, then releases what the stream held (its green context).
 struct stream_end {
@@ -384,9 +392,12 @@ struct stream_end {
   stream_end(const stream_end&) = delete;
   stream_end& operator=(const stream_end&) = delete;
   ~stream_end() {
-    if (handle)
+    if (handle) {
+      const unsigned long long id = id_for_stream_gone(handle);
       report(CURT_DETAIL_DRIVER_FUNCTION(cuStreamDestroy, 4000)(handle),
              "cuStreamDestroy(stream, after its last buffer)", __FILE__, __LINE__);
+      if (id) deferred().stream_gone(id);
+    }
     if (hold) hold->release();
   }
 };
@@ -461,13 +472,12 @@ inline void stream_ref::wait(const stream& other) const { wait(other, other.stat
 
 inline void detail::stream_traits::destroy(stream_ref& s, stream_state& state) {
   deferred().drain();
-  unsigned long long id = 0;  // the driver's query needs no context, and a failure is no throw
-  if (deferred().has_entries() && CURT_DETAIL_DRIVER_FUNCTION(cuStreamGetId, 12000)(s.handle_, &id))
-    id = 0;
+  unsigned long long id = 0;
   if (state.end.use_count() > 1) {  // buffers still free on it: the last one destroys it
     state.end->handle = s.handle_;
     state.end->hold = std::exchange(state.hold, nullptr);
   } else {
+    id = id_for_stream_gone(s.handle_);
     report(CURT_DETAIL_DRIVER_FUNCTION(cuStreamDestroy, 4000)(s.handle_),
            "cuStreamDestroy(stream)", __FILE__, __LINE__);
   }
