@@ -93,7 +93,7 @@ class device_node : public detail::device_value<cudaGraphDeviceNode_t> {
 };
 
 /// A device-updatable node of a kernel with parameters Params..., with each parameter's offset,
-/// for set_argument<I>. Named from the kernel: device_kernel_node_for<decltype(kernel)>.
+/// for `set_argument<I>`. Named from the kernel: `device_kernel_node_for<decltype(kernel)>`.
 template <class... Params>
 class device_kernel_node : public device_node {
  public:

@@ -12,7 +12,7 @@ namespace curt {
 
 /// A cudaMemLocation made through named constructors, so that the meaning of its id (a device
 /// ordinal, a NUMA node, nothing) always matches its type:
-///   curt::memory_location::device(d), ::host(), ::host_numa(node), ::host_numa_current().
+///   `curt::memory_location::device(d)`, `host()`, `host_numa(node)`, `host_numa_current()`.
 /// Default-constructed it is none(): no location (what an unset preferred location reads back).
 class memory_location {
  public:

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds the API reference (HTML) from the public headers' /// comments with Doxygen:
+#   scripts/api-docs.sh [OUT_DIR]        (default build/api-docs; open OUT_DIR/html/index.html)
+# Fails, listing them, on any Doxygen warning: an undocumented public type or function, a broken
+# reference. curt::detail is not part of the reference.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=$(mkdir -p "${1:-$root/build/api-docs}" && cd "${1:-$root/build/api-docs}" && pwd)
+command -v doxygen >/dev/null || { echo "api-docs: doxygen not found (apt-get install doxygen)"; exit 1; }
+cd "$root"
+warnings=$out/warnings.txt
+rm -f "$warnings"
+{ cat docs/Doxyfile; echo "OUTPUT_DIRECTORY = $out"; echo "WARN_LOGFILE = $warnings"; } |
+  doxygen - >"$out/doxygen.log" 2>&1 || true
+count=$(sort -u "$warnings" 2>/dev/null | grep -c . || true)
+if [ "$count" -ne 0 ] || [ ! -f "$out/html/index.html" ]; then
+  sort -u "$warnings" | sed "s|$root/||" | awk 'NR <= 60'
+  echo "api-docs: $count Doxygen warnings (log: $out/doxygen.log)"
+  exit 1
+fi
+echo "api-docs: $out/html/index.html, no warnings"
