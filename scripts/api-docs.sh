@@ -6,7 +6,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=$(mkdir -p "${1:-$root/build/api-docs}" && cd "${1:-$root/build/api-docs}" && pwd)
-command -v doxygen >/dev/null || { echo "api-docs: doxygen not found (apt-get install doxygen)"; exit 1; }
+source "$root/scripts/common.sh"
+command -v doxygen >/dev/null || curt_apt_install doxygen
 cd "$root"
 warnings=$out/warnings.txt
 rm -f "$warnings"

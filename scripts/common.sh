@@ -18,13 +18,18 @@ curt_install_packages() {
     missing+=(catch2)
   [ -n "$(find /usr/lib /usr/local/lib -name 'benchmarkConfig.cmake' 2>/dev/null | head -n1)" ] ||
     missing+=(libbenchmark-dev)
-  [ ${#missing[@]} -eq 0 ] && return 0
-  echo "installing missing packages: ${missing[*]}"
+  curt_apt_install "${missing[@]}"
+}
+
+# apt-get install PACKAGES... (none: nothing to do), as root or via sudo.
+curt_apt_install() {
+  [ $# -eq 0 ] && return 0
+  echo "installing missing packages: $*"
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   if ! command -v apt-get >/dev/null 2>&1; then
-    echo "error: please install ${missing[*]} (Catch2 v2.13+ or v3, Google Benchmark)" >&2
+    echo "error: please install $* (Catch2 v2.13+ or v3, Google Benchmark, Doxygen)" >&2
     return 1
   fi
-  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@"
 }

@@ -205,6 +205,7 @@ class context_scope {
 /// pushed, and popped at the end. The thread is left exactly as it was (no context, or the user's).
 class device_guard {
  public:
+  /// Pushes d's primary context unless a context of d is current; throws if the driver fails.
   explicit device_guard(device d) {
     if (!detail::device_context_current(d.ordinal()))
       scope_.push(detail::primary_context(d.ordinal()));

@@ -25,15 +25,17 @@ namespace curt {
 
 /// A CUDA version such as 13.0, decoded from the runtime's 1000 * major + 10 * minor.
 struct version {
-  int major = 0;
-  int minor = 0;
+  int major = 0;  ///< e.g. 12 for CUDA 12.4.
+  int minor = 0;  ///< e.g. 4 for CUDA 12.4.
 
+  /// From the runtime's form (cudaRuntimeGetVersion, cudaDriverGetVersion): 12040 is 12.4.
   static constexpr version from_encoded(int encoded) noexcept {
     return {encoded / 1000, encoded % 1000 / 10};
   }
-  constexpr int encoded() const noexcept { return major * 1000 + minor * 10; }
-  std::string to_string() const { return detail::fmt("%d.%d", major, minor); }
+  constexpr int encoded() const noexcept { return major * 1000 + minor * 10; }  ///< 12.4 is 12040.
+  std::string to_string() const { return detail::fmt("%d.%d", major, minor); }  ///< e.g. "12.4".
 
+  /// Equal when major and minor are; ordered by major, then minor. @{
   friend constexpr bool operator==(version a, version b) noexcept {
     return a.major == b.major && a.minor == b.minor;
   }
@@ -43,10 +45,10 @@ struct version {
   }
   friend constexpr bool operator>(version a, version b) noexcept { return b < a; }
   friend constexpr bool operator<=(version a, version b) noexcept { return !(b < a); }
-  friend constexpr bool operator>=(version a, version b) noexcept { return !(a < b); }
+  friend constexpr bool operator>=(version a, version b) noexcept { return !(a < b); }  ///@}
 };
 
-/// The CUDA runtime curt runs on.
+/// The CUDA runtime curt runs on (cudaRuntimeGetVersion).
 inline version runtime_version() {
   int encoded = 0;
   CURT_CHECK(cudaRuntimeGetVersion(&encoded));
@@ -86,20 +88,22 @@ inline std::string no_device_reason() {
 
 /// Compute capability, e.g. {9, 0}; as_int() gives 90.
 struct compute_capability {
-  int major = 0;
-  int minor = 0;
-  constexpr int as_int() const noexcept { return major * 10 + minor; }
+  int major = 0;  ///< e.g. 9 for 9.0 (cudaDeviceProp::major).
+  int minor = 0;  ///< e.g. 0 for 9.0 (cudaDeviceProp::minor).
+  constexpr int as_int() const noexcept { return major * 10 + minor; }  ///< 90 for 9.0.
+  /// Compare as_int(): equal when major and minor are; ordered by major, then minor. @{
   constexpr bool operator==(compute_capability b) const noexcept { return as_int() == b.as_int(); }
   constexpr bool operator!=(compute_capability b) const noexcept { return !(*this == b); }
   constexpr bool operator<(compute_capability b) const noexcept { return as_int() < b.as_int(); }
   constexpr bool operator>(compute_capability b) const noexcept { return b < *this; }
   constexpr bool operator<=(compute_capability b) const noexcept { return !(b < *this); }
-  constexpr bool operator>=(compute_capability b) const noexcept { return !(*this < b); }
+  constexpr bool operator>=(compute_capability b) const noexcept { return !(*this < b); }  ///@}
 };
 
 /// A device's 16-byte UUID; to_string() gives nvidia-smi's "GPU-xxxxxxxx-xxxx-..." form.
 struct device_uuid {
-  std::array<unsigned char, 16> bytes{};
+  std::array<unsigned char, 16> bytes{};  ///< The raw bytes, as cudaDeviceProp::uuid holds them.
+  /// "GPU-" and the bytes in lower-case hex, grouped 8-4-4-4-12, as nvidia-smi -L prints.
   std::string to_string() const {
     char text[64] = "GPU-";
     std::size_t n = 4;
@@ -109,13 +113,14 @@ struct device_uuid {
     }
     return std::string(text, n);
   }
+  /// Same 16 bytes. (There is no operator!=.)
   friend bool operator==(device_uuid a, device_uuid b) noexcept { return a.bytes == b.bytes; }
 };
 
 /// Free and total device memory, in bytes.
 struct memory_info {
-  std::size_t free = 0;
-  std::size_t total = 0;
+  std::size_t free = 0;   ///< Free now (cudaMemGetInfo); other processes' memory is not free.
+  std::size_t total = 0;  ///< All of the device's memory.
 };
 
 namespace detail {
@@ -184,6 +189,7 @@ inline const cudaDeviceProp& cached_properties(int ordinal) {
 /// The value type of a device attribute: bool for the "is supported" kind, int otherwise.
 template <cudaDeviceAttr Attribute>
 struct device_attribute_type {
+  /// bool for an attribute that says whether something is supported, int for any other.
   using type = std::conditional_t<detail::is_capability_attribute(Attribute), bool, int>;
 };
 
@@ -203,13 +209,13 @@ class device {
   /// Unchecked against the device count: for hot paths with a valid ordinal (e.g. the runtime's).
   static device from_ordinal_unchecked(int ordinal) noexcept { return device(ordinal, unchecked); }
 
-  int ordinal() const noexcept { return ordinal_; }
-  int get() const noexcept { return ordinal_; }
+  int ordinal() const noexcept { return ordinal_; }  ///< The runtime's device number, from 0.
+  int get() const noexcept { return ordinal_; }      ///< Same as ordinal().
 
   /// All properties, read once per device and cached.
   const cudaDeviceProp& properties() const { return detail::cached_properties(ordinal_); }
 
-  /// Any attribute, read from the driver on each call.
+  /// Any attribute, read from the driver on each call (cudaDeviceGetAttribute).
   int attribute(cudaDeviceAttr attribute) const {
     int value = 0;
     detail::check(cudaDeviceGetAttribute(&value, attribute, ordinal_), "cudaDeviceGetAttribute",
@@ -222,17 +228,19 @@ class device {
     return static_cast<typename device_attribute_type<Attribute>::type>(attribute(Attribute));
   }
 
-  std::string name() const { return properties().name; }
+  std::string name() const { return properties().name; }  ///< The product name, e.g. "NVIDIA H200".
+  /// cudaDeviceProp::major and minor, e.g. {9, 0} on an H100 or H200.
   curt::compute_capability compute_capability() const {
     return {properties().major, properties().minor};
   }
+  /// The UUID nvidia-smi shows (cudaDeviceProp::uuid); stable across ordinal changes.
   device_uuid uuid() const {
     device_uuid id;
     for (std::size_t i = 0; i < 16; ++i)
       id.bytes[i] = static_cast<unsigned char>(properties().uuid.bytes[i]);
     return id;
   }
-  /// "0000:8a:00.0"-style PCI address.
+  /// "0000:8a:00.0"-style PCI address (cudaDeviceGetPCIBusId, on each call).
   std::string pci_bus_id() const {
     char text[32] = {};
     detail::check(cudaDeviceGetPCIBusId(text, sizeof text, ordinal_), "cudaDeviceGetPCIBusId",
@@ -240,48 +248,54 @@ class device {
     return text;
   }
 
+  /// From the cached properties(): the cudaDeviceProp field of the same meaning; sizes in bytes. @{
   int multiprocessor_count() const { return properties().multiProcessorCount; }
-  int warp_size() const { return properties().warpSize; }
+  int warp_size() const { return properties().warpSize; }  ///< Threads per warp (warpSize).
   int max_threads_per_block() const { return properties().maxThreadsPerBlock; }
   int max_threads_per_multiprocessor() const { return properties().maxThreadsPerMultiProcessor; }
   int max_blocks_per_multiprocessor() const { return properties().maxBlocksPerMultiProcessor; }
+  /// The most threads of a block in x, y and z (cudaDeviceProp::maxThreadsDim).
   std::array<int, 3> max_block_dims() const {
     const cudaDeviceProp& p = properties();
     return {p.maxThreadsDim[0], p.maxThreadsDim[1], p.maxThreadsDim[2]};
   }
+  /// The most blocks of a grid in x, y and z (cudaDeviceProp::maxGridSize).
   std::array<int, 3> max_grid_dims() const {
     return {properties().maxGridSize[0], properties().maxGridSize[1], properties().maxGridSize[2]};
   }
   std::size_t shared_memory_per_block() const { return properties().sharedMemPerBlock; }
-  /// The most dynamic + static shared memory a block can get after opting in.
+  /// The most bytes of dynamic + static shared memory a block can get after opting in.
   std::size_t max_shared_memory_per_block_optin() const {
     return properties().sharedMemPerBlockOptin;
   }
+  /// Bytes of shared memory of one SM, for all its resident blocks together.
   std::size_t shared_memory_per_multiprocessor() const {
     return properties().sharedMemPerMultiprocessor;
   }
-  int registers_per_block() const { return properties().regsPerBlock; }
+  int registers_per_block() const { return properties().regsPerBlock; }  ///< 32-bit registers.
   std::size_t total_memory() const { return properties().totalGlobalMem; }
-  int l2_cache_size() const { return properties().l2CacheSize; }
+  int l2_cache_size() const { return properties().l2CacheSize; }  ///< L2 bytes (l2CacheSize).
   int persisting_l2_cache_max_size() const { return properties().persistingL2CacheMaxSize; }
   int access_policy_max_window_size() const { return properties().accessPolicyMaxWindowSize; }
-  int memory_bus_width() const { return properties().memoryBusWidth; }
+  int memory_bus_width() const { return properties().memoryBusWidth; }  ///< In bits, not bytes.
   bool supports_cooperative_launch() const { return properties().cooperativeLaunch != 0; }
+  /// Thread block clusters (9.0+): cudaDevAttrClusterLaunch, asked of the driver on each call.
   bool supports_cluster_launch() const { return attribute<cudaDevAttrClusterLaunch>(); }
   bool supports_memory_pools() const { return properties().memoryPoolsSupported != 0; }
   bool supports_managed_memory() const { return properties().managedMemory != 0; }
+  /// Host and device may use managed memory at once (concurrentManagedAccess).
   bool supports_concurrent_managed_access() const {
     return properties().concurrentManagedAccess != 0;
   }
   bool supports_stream_priorities() const { return properties().streamPrioritiesSupported != 0; }
-  bool is_integrated() const { return properties().integrated != 0; }
+  bool is_integrated() const { return properties().integrated != 0; }  ///@}
 
   /// Free and total memory of this device (queried in its context, core/context.hpp).
   curt::memory_info memory_info() const;
 
   /// A device limit (stack size, printf FIFO, malloc heap, ...) of this device.
   std::size_t limit(cudaLimit which) const;
-  void set_limit(cudaLimit which, std::size_t value) const;
+  void set_limit(cudaLimit which, std::size_t value) const;  ///< Sets one (cudaDeviceSetLimit).
 
   /// Waits for all work on the device, then destroys finished host functions, as stream_ref's does.
   void synchronize() const;
@@ -289,8 +303,9 @@ class device {
   /// Stream priority range [greatest, least]; numerically greatest <= least (lower runs first).
   std::pair<int, int> stream_priority_range() const;
 
+  /// Same ordinal. @{
   friend bool operator==(device a, device b) noexcept { return a.ordinal_ == b.ordinal_; }
-  friend bool operator!=(device a, device b) noexcept { return a.ordinal_ != b.ordinal_; }
+  friend bool operator!=(device a, device b) noexcept { return a.ordinal_ != b.ordinal_; }  ///@}
 
  private:
   struct unchecked_t {};
@@ -316,30 +331,31 @@ inline void set_current_device(device d) {
 /// All visible devices, as a range: `for (curt::device d : curt::devices())`.
 class device_range {
  public:
+  /// Walks the ordinals from 0 up, giving each as a curt::device (unchecked: the range counted).
   class iterator {
    public:
-    // An input iterator: operator* returns a device by value, which forward iterators may not.
+    /// An input iterator: operator* returns a device by value, which forward iterators may not. @{
     using iterator_category = std::input_iterator_tag;
     using value_type = device;
     using difference_type = std::ptrdiff_t;
     using pointer = void;
     using reference = device;
-    explicit iterator(int ordinal) noexcept : ordinal_(ordinal) {}
+    explicit iterator(int ordinal) noexcept : ordinal_(ordinal) {}  ///< At device `ordinal`.
     device operator*() const noexcept { return device::from_ordinal_unchecked(ordinal_); }
-    iterator& operator++() noexcept { ++ordinal_; return *this; }
+    iterator& operator++() noexcept { ++ordinal_; return *this; }  ///< On to the next ordinal.
     iterator operator++(int) noexcept { iterator old = *this; ++ordinal_; return old; }
     friend bool operator==(iterator a, iterator b) noexcept { return a.ordinal_ == b.ordinal_; }
     friend bool operator!=(iterator a, iterator b) noexcept { return a.ordinal_ != b.ordinal_; }
-
+    ///@}
    private:
     int ordinal_;
   };
   device_range() noexcept : count_(device_count()) {}
-  iterator begin() const noexcept { return iterator(0); }
-  iterator end() const noexcept { return iterator(count_); }
-  int size() const noexcept { return count_; }
-  bool empty() const noexcept { return count_ == 0; }
-  device operator[](int i) const { return device(i); }
+  iterator begin() const noexcept { return iterator(0); }  ///< At device 0.
+  iterator end() const noexcept { return iterator(count_); }  ///< Past the last device.
+  int size() const noexcept { return count_; }  ///< device_count() when the range was made.
+  bool empty() const noexcept { return count_ == 0; }  ///< No visible device (or no driver).
+  device operator[](int i) const { return device(i); }  ///< device(i): `i` is checked (may throw).
 
  private:
   int count_;

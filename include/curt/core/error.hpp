@@ -100,7 +100,7 @@ inline const std::error_category& driver_category() noexcept {
 inline std::error_code make_error_code(cudaError_t status) noexcept {
   return {static_cast<int>(status), runtime_category()};
 }
-/// A CUresult (driver_category()), or another API's status curt knows, as a code of its category.
+/// A CUresult (driver_category()), or another API's status curt knows, as its category's code.
 template <class E, std::enable_if_t<detail::has_status_traits<E>::value, int> = 0>
 std::error_code make_error_code(E status) noexcept {
   return {static_cast<int>(status), detail::status_traits<E>::category()};
@@ -130,8 +130,9 @@ class cuda_error : public std::system_error {
   cuda_error(cudaError_t status, std::string call, std::string explanation = {},
              std::string where = {}, std::string driver_log = {})
       : cuda_error(make_error_code(status), std::move(call), std::move(explanation),
-                   std::move(where), std::move(driver_log)) {}
+                   std::move(where), std::move(driver_log)) {}  ///< For a cudaError_t.
 
+  /// "<call> failed: <error>: <explanation> at <where>; driver log: <log>", less the empty parts.
   const char* what() const noexcept override { return message_.c_str(); }
 
   /// The status as a runtime error code (the two enums share their numbers).
@@ -143,6 +144,7 @@ class cuda_error : public std::system_error {
   /// True when the error left the CUDA context unusable (a kernel fault, for instance): every
   /// later call in the process fails with it, and only a new process can use the device again.
   bool is_sticky() const noexcept { return is_sticky(code()); }
+  /// The same for any `code`: false unless of runtime_category() or driver_category().
   static bool is_sticky(std::error_code code) noexcept {
     if (code.category() != runtime_category() && code.category() != driver_category()) return false;
     switch (code.value()) {  // the codes the 13.0 headers document as needing a new process
@@ -175,9 +177,10 @@ class out_of_memory : public cuda_error {
 /// its stream was destroyed first, or it ran as a node of a graph. original() is what it threw.
 class host_function_error : public std::runtime_error {
  public:
+  /// `what` is the message; `original`, what the host function threw, is kept for original().
   host_function_error(const std::string& what, std::exception_ptr original)
       : std::runtime_error(what), original_(std::move(original)) {}
-  const std::exception_ptr& original() const noexcept { return original_; }
+  const std::exception_ptr& original() const noexcept { return original_; }  ///< What it threw.
 
  private:
   std::exception_ptr original_;

@@ -61,6 +61,7 @@ inline void check_runtime(int result, const char* call, const char* file, int li
 /// A non-owning event handle.
 class event_ref {
  public:
+  /// A raw event, neither owned nor checked (implicit, like stream_ref's from cudaStream_t).
   event_ref(cudaEvent_t handle) noexcept : handle_(handle) {}  // NOLINT: implicit by design
   event_ref(int) = delete;                                     ///< 0 is not an event
   event_ref(std::nullptr_t) = delete;                          ///< nor is nullptr
@@ -82,7 +83,7 @@ class event_ref {
         target, [&] { return CURT_DETAIL_DRIVER_FUNCTION(cuEventRecord, 2000)(e, target); });
     if (CURT_UNLIKELY(result != 0)) explain_record_failure(result, target);
   }
-  /// Blocks until the captured work is done.
+  /// Blocks until the captured work is done (cuEventSynchronize).
   void synchronize() const {
     detail::check_runtime(
         CURT_DETAIL_DRIVER_FUNCTION(cuEventSynchronize, 2000)(native("synchronize()")),
@@ -106,15 +107,16 @@ class event_ref {
     return handle;
   }
 
+  /// Same event handle. Refs of owners that hold no event compare by their state. @{
   friend bool operator==(event_ref a, event_ref b) noexcept { return a.handle_ == b.handle_; }
   friend bool operator!=(event_ref a, event_ref b) noexcept { return a.handle_ != b.handle_; }
-
+  ///@}
  protected:
   /// The handle for a CUDA call; throws, naming `operation`, when there is none.
   cudaEvent_t native(const char* operation) const {
     return detail::usable_handle(handle_, "curt::event", operation);
   }
-  cudaEvent_t handle_;
+  cudaEvent_t handle_;  ///< The event; a state (see handle.hpp) for an owner that holds none.
 
  private:
   [[noreturn]] CURT_COLD static void explain_record_failure(int result, cudaStream_t stream) {
@@ -188,6 +190,7 @@ class event : public detail::unique_handle<event_ref, detail::event_traits> {
     return event(opened);
   }
 
+  /// cudaEventCreateWithFlags's flags; interprocess | timing throws cudaErrorInvalidValue.
   static unsigned to_native(event_flags flags) {
     if (has_flag(flags, event_flags::interprocess) && has_flag(flags, event_flags::timing))
       detail::raise(cudaErrorInvalidValue, "curt::event(interprocess | timing)",
@@ -208,8 +211,8 @@ class event : public detail::unique_handle<event_ref, detail::event_traits> {
 class timed_event : public event {
  public:
   explicit timed_event(device d, event_flags flags = event_flags::none)
-      : event(d, flags | event_flags::timing) {}
-  explicit timed_event(no_handle_t) noexcept : event(no_handle) {}
+      : event(d, flags | event_flags::timing) {}  ///< event(d, flags | event_flags::timing).
+  explicit timed_event(no_handle_t) noexcept : event(no_handle) {}  ///< An empty owner; uses throw.
 };
 
 inline void detail::event_traits::destroy(event_ref& e, no_state&) {

@@ -103,8 +103,9 @@ class green_context_ref {
                     "a green context handle cannot be null", __FILE__, __LINE__);
   }
 
-  CUgreenCtx get() const { return native("get()"); }
-  bool valid() const noexcept { return !detail::is_state_handle(handle_); }
+  CUgreenCtx get() const { return native("get()"); }  ///< The handle; throws if the owner has none.
+  bool valid() const noexcept { return !detail::is_state_handle(handle_); }  ///< It holds a handle.
+  /// The device it was made on; throws if the owner has none.
   curt::device device() const {
     (void)native("device()");
     return curt::device::from_ordinal_unchecked(device_);
@@ -138,25 +139,29 @@ class green_context_ref {
   /// (cuGreenCtxWaitEvent); `e` may be of any context or device.
   void wait(event_ref e) const { event_call(false, e); }
 
+  /// Same handle. Refs of owners that hold none compare by their state.
   friend bool operator==(const green_context_ref& a, const green_context_ref& b) noexcept {
     return a.handle_ == b.handle_;
   }
+  /// Not the same handle.
   friend bool operator!=(const green_context_ref& a, const green_context_ref& b) noexcept {
     return !(a == b);
   }
 
  protected:
   green_context_ref(CUgreenCtx handle, int ordinal, std::nullptr_t) noexcept
-      : handle_(handle), device_(ordinal) {}
+      : handle_(handle), device_(ordinal) {}  ///< Unchecked, for owners: `handle` may be a state.
+  /// The empty state, on no device (ordinal -1): what an owner starts as.
   static green_context_ref empty_ref() noexcept {
     return green_context_ref(detail::state_handle<CUgreenCtx>(detail::handle_state::empty), -1,
                              nullptr);
   }
+  /// The handle for a CUDA call; throws, naming `operation`, when there is none.
   CUgreenCtx native(const char* operation) const {
     return detail::usable_handle(handle_, "curt::green_context", operation);
   }
-  CUgreenCtx handle_;
-  int device_;
+  CUgreenCtx handle_;  ///< The green context, or a state (handle.hpp) for an owner that holds none.
+  int device_;         ///< Its device's ordinal.
 
  private:
   void event_call(bool record, event_ref e) const {
@@ -191,12 +196,12 @@ class green_context
   using base = detail::unique_handle<green_context_ref, detail::green_traits, detail::green_hold*>;
 
  public:
-  /// A green context on device `d` with the SMs of `resource`, or of several: pieces of a split.
+  /// A green context on device `d` with the SMs of `resource`, or of several: pieces of a split. @{
   green_context(curt::device d, const sm_resource& resource) : green_context(d, &resource, 1) {}
   green_context(curt::device d, std::initializer_list<sm_resource> resources)
       : green_context(d, resources.begin(), resources.size()) {}
   green_context(curt::device d, const std::vector<sm_resource>& resources)
-      : green_context(d, resources.data(), resources.size()) {}
+      : green_context(d, resources.data(), resources.size()) {}  ///@}
   explicit green_context(no_handle_t) noexcept : base(empty_ref()) {}  ///< empty: uses throw
 
   /// Takes ownership of a green context made on device `d`; if this throws, it stays the caller's.

@@ -196,13 +196,14 @@ CURT_COLD inline std::string describe_split_flags(sm_split_flags flags) {
 /// set, or a group or the remainder of a split. Plain data, cheap to copy; it owns nothing.
 class sm_resource {
  public:
-  unsigned sm_count() const noexcept { return native_.sm_count; }
+  unsigned sm_count() const noexcept { return native_.sm_count; }  ///< How many SMs the set holds.
   /// The fewest SMs a group split from this set can have (without ignore_coscheduling).
   unsigned min_partition_size() const noexcept { return native_.min_partition_size; }
   /// SMs guaranteed to be co-scheduled on one GPU processing cluster; groups are multiples.
   unsigned coscheduled_alignment() const noexcept { return native_.coscheduled_alignment; }
+  /// The device whose SMs these are.
   curt::device device() const noexcept { return curt::device::from_ordinal_unchecked(tag_.device); }
-  sm_resource_kind kind() const noexcept { return tag_.kind; }
+  sm_resource_kind kind() const noexcept { return tag_.kind; }  ///< Whole set, group or remainder.
   /// The split this came from (unique in the process, from 1); 0 for a whole set.
   unsigned long long split_id() const noexcept { return tag_.split; }
   /// Its group's index in its split; for the remainder, the split's number of groups.
@@ -250,7 +251,8 @@ class sm_resource {
 /// Every group and the remainder of one split, and what was asked for.
 class sm_split {
  public:
-  std::size_t group_count() const noexcept { return groups_.size(); }
+  std::size_t group_count() const noexcept { return groups_.size(); }  ///< How many groups it made.
+  /// The groups made, by index: as many as asked, or fewer where no more fit (see exact()).
   const std::vector<sm_resource>& groups() const noexcept { return groups_; }
   /// Group `i`; throws cudaErrorInvalidValue past the last.
   const sm_resource& group(std::size_t i) const {
@@ -271,9 +273,10 @@ class sm_split {
     for (std::size_t i = 0; i < n; ++i) left[i] = groups_[first_group + i];  // cheaper to compile
     return left;
   }
+  /// What split() was asked: `groups`, `min_sm_count` (0: the driver's smallest), `flags`. @{
   unsigned requested_groups() const noexcept { return requested_groups_; }
   unsigned requested_sm_count() const noexcept { return requested_sms_; }
-  sm_split_flags flags() const noexcept { return flags_; }
+  sm_split_flags flags() const noexcept { return flags_; }  ///@}
   /// True when the driver delivered exactly the groups and the size asked for.
   bool exact() const noexcept {
     return groups_.size() == requested_groups_ && group_sm_count() == requested_sms_;

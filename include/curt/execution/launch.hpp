@@ -77,17 +77,21 @@ constexpr std::common_type_t<T, U> ceil_div(T count, U per_block) noexcept {
 class launch_config {
  public:
   launch_config() = default;
+  /// `grid` blocks of `block` threads and `dynamic_shared_memory` bytes, without attributes.
   launch_config(dim3 grid, dim3 block, std::size_t dynamic_shared_memory = 0) noexcept
       : grid_(grid), block_(block), dynamic_shared_memory_(dynamic_shared_memory) {}
 
+  /// The grid, in blocks. Each setter returns *this, for chaining.
   launch_config& grid(dim3 blocks) noexcept {
     grid_ = blocks;
     return *this;
   }
+  /// The block, in threads.
   launch_config& block(dim3 threads) noexcept {
     block_ = threads;
     return *this;
   }
+  /// Dynamic shared memory bytes per block (over 48 KiB: set_max_dynamic_shared_memory).
   launch_config& dynamic_shared_memory(std::size_t bytes) noexcept {
     dynamic_shared_memory_ = bytes;
     return *this;
@@ -138,10 +142,12 @@ class launch_config {
     slot(cudaLaunchAttributePriority).priority = value;
     return *this;
   }
+  /// Memory synchronization domain of this kernel (its stream's otherwise).
   launch_config& memory_sync_domain(cudaLaunchMemSyncDomain domain) noexcept {
     slot(cudaLaunchAttributeMemSyncDomain).memSyncDomain = domain;
     return *this;
   }
+  /// L2 persistence for this kernel (its stream's window otherwise).
   launch_config& access_policy_window(const curt::access_policy_window& window) noexcept {
     slot(cudaLaunchAttributeAccessPolicyWindow).accessPolicyWindow = window.native();
     return *this;
@@ -152,13 +158,14 @@ class launch_config {
     return *this;
   }
 
+  /// As set; unset, the grid and the block are 1 x 1 x 1 and dynamic shared memory is 0 bytes. @{
   dim3 grid_dims() const noexcept { return grid_; }
   dim3 block_dims() const noexcept { return block_; }
-  std::size_t dynamic_shared_memory_bytes() const noexcept { return dynamic_shared_memory_; }
-  /// The most attributes a configuration holds: one slot per attribute id it can set.
-  static constexpr unsigned max_attributes = 12;
+  std::size_t dynamic_shared_memory_bytes() const noexcept { return dynamic_shared_memory_; }  ///@}
+  static constexpr unsigned max_attributes = 12;  ///< Capacity: a slot per attribute id it can set.
+  /// The attributes set, one per id: attribute_count() of them (none unless set), in an array. @{
   unsigned attribute_count() const noexcept { return count_; }
-  const cudaLaunchAttribute* attributes() const noexcept { return attributes_.data(); }
+  const cudaLaunchAttribute* attributes() const noexcept { return attributes_.data(); }  ///@}
   /// The attribute with this id, or nullptr when not set.
   const cudaLaunchAttribute* find(cudaLaunchAttributeID id) const noexcept {
     for (unsigned i = 0; i < count_; ++i)

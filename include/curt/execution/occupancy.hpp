@@ -88,8 +88,8 @@ int max_active_blocks_per_multiprocessor(device d, void (*kernel)(Params...), in
 
 /// The block size with the highest occupancy, and the smallest grid that reaches it.
 struct block_size_suggestion {
-  int min_grid_size = 0;
-  int block_size = 0;
+  int min_grid_size = 0;  ///< The smallest grid, in blocks, that reaches it (minGridSize).
+  int block_size = 0;     ///< Threads per block (blockSize).
 };
 template <class... Params>
 block_size_suggestion max_potential_block_size(device d, void (*kernel)(Params...),

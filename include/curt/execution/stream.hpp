@@ -134,11 +134,11 @@ class stream_ref {
   /// The calling thread's default stream.
   static stream_ref per_thread_default() noexcept { return stream_ref(cudaStreamPerThread); }
 
-  /// The native handle; throws when this refers to an empty, moved-from or released owner.
+  /// The native handle; throws when this refers to an empty, moved-from or released owner. @{
   cudaStream_t get() const { return native("get()"); }
   operator cudaStream_t() const { return native("conversion to cudaStream_t"); }  // NOLINT
   /// False for a ref to an empty, moved-from or released owner.
-  bool valid() const noexcept { return !detail::is_state_handle(handle_); }
+  bool valid() const noexcept { return !detail::is_state_handle(handle_); }  ///@}
 
   /// The same stream as CCCL's cuda::stream_ref. Needs <curt/cccl.hpp> (CCCL only where asked for).
   template <class Self = stream_ref>
@@ -180,10 +180,10 @@ class stream_ref {
   }
   /// Later work on this stream waits for all work submitted to `other` so far (an event recorded on
   /// `other`). A curt::stream owner keeps one for that: as cheap as the raw record-and-wait pair;
-  /// for a stream_ref (a raw handle, a default stream) curt makes a temporary event in other's
+  /// for a stream_ref (a raw handle, a default stream) curt makes a temporary event in other's @{
   /// context, destroyed after the wait (about a microsecond more). Waiting on itself does nothing.
   inline void wait(const stream& other) const;
-  void wait(stream_ref other) const { wait(other, nullptr); }
+  void wait(stream_ref other) const { wait(other, nullptr); }  ///@}
   /// Records `e` on this stream.
   void record(event_ref e) const { e.record(*this); }
 
@@ -218,6 +218,7 @@ class stream_ref {
     t.release();  // the runtime runs it, and run_once frees it
   }
 
+  /// The stream's device (cudaStreamGetDevice); throws for a ref to an owner with no stream.
   curt::device device() const {
     cudaStream_t h = native("device()");
     int ordinal = 0;
@@ -226,12 +227,14 @@ class stream_ref {
                   __LINE__);
     return device::from_ordinal_unchecked(ordinal);
   }
+  /// Whether it synchronizes with the legacy default stream (cudaStreamGetFlags).
   stream_flags flags() const {
     unsigned native_flags = 0;
     query(cudaStreamGetFlags, native_flags, "flags()", "cudaStreamGetFlags(stream)");
     return (native_flags & cudaStreamNonBlocking) ? stream_flags::non_blocking
                                                   : stream_flags::blocking;
   }
+  /// Its priority (cudaStreamGetPriority): lower numbers run first; 0 is the default.
   int priority() const {
     int value = 0;
     return query(cudaStreamGetPriority, value, "priority()", "cudaStreamGetPriority(stream)");
@@ -254,6 +257,7 @@ class stream_ref {
     set_attribute(cudaStreamAttributeSynchronizationPolicy, &cudaStreamAttrValue::syncPolicy,
                   policy, "synchronization policy");
   }
+  /// The policy in effect (cudaStreamAttributeSynchronizationPolicy).
   cudaSynchronizationPolicy synchronization_policy() const {
     return attribute(cudaStreamAttributeSynchronizationPolicy, "synchronization policy").syncPolicy;
   }
@@ -262,6 +266,7 @@ class stream_ref {
     set_attribute(cudaStreamAttributeAccessPolicyWindow, &cudaStreamAttrValue::accessPolicyWindow,
                   window.native(), "access policy window");
   }
+  /// The window set on the stream (cudaStreamAttributeAccessPolicyWindow); 0 bytes if none.
   access_policy_window get_access_policy_window() const {
     return access_policy_window::from_native(
         attribute(cudaStreamAttributeAccessPolicyWindow, "access policy window")
@@ -274,6 +279,7 @@ class stream_ref {
     set_attribute(cudaStreamAttributeMemSyncDomain, &cudaStreamAttrValue::memSyncDomain, domain,
                   "memory sync domain");
   }
+  /// The domain of work on this stream (cudaStreamAttributeMemSyncDomain).
   cudaLaunchMemSyncDomain memory_sync_domain() const {
     return attribute(cudaStreamAttributeMemSyncDomain, "memory sync domain").memSyncDomain;
   }
@@ -283,21 +289,22 @@ class stream_ref {
                   cudaLaunchMemSyncDomainMap{default_domain, remote_domain},
                   "memory sync domain map");
   }
+  /// The logical-to-hardware domain map (cudaStreamAttributeMemSyncDomainMap).
   cudaLaunchMemSyncDomainMap memory_sync_domain_map() const {
     return attribute(cudaStreamAttributeMemSyncDomainMap, "memory sync domain map")
         .memSyncDomainMap;
   }
 
-  /// Same stream handle. Refs of owners that hold no stream compare by their state.
+  /// Same stream handle. Refs of owners that hold no stream compare by their state. @{
   friend bool operator==(stream_ref a, stream_ref b) noexcept { return a.handle_ == b.handle_; }
   friend bool operator!=(stream_ref a, stream_ref b) noexcept { return a.handle_ != b.handle_; }
   friend bool operator==(stream_ref a, cudaStream_t b) noexcept { return a.handle_ == b; }
   friend bool operator!=(stream_ref a, cudaStream_t b) noexcept { return a.handle_ != b; }
   friend bool operator==(cudaStream_t a, stream_ref b) noexcept { return a == b.handle_; }
-  friend bool operator!=(cudaStream_t a, stream_ref b) noexcept { return a != b.handle_; }
+  friend bool operator!=(cudaStream_t a, stream_ref b) noexcept { return a != b.handle_; }  ///@}
 
  protected:
-  // 0 as the default stream it means in the calling translation unit.
+  /// 0 as the default stream it means in the calling translation unit.
   template <bool PerThreadDefault>
   static cudaStream_t explicit_handle(cudaStream_t handle) noexcept {
     return handle ? handle : PerThreadDefault ? cudaStreamPerThread : cudaStreamLegacy;
@@ -308,7 +315,7 @@ class stream_ref {
     return detail::usable_handle(handle_, "curt::stream", operation);
   }
 
-  cudaStream_t handle_;
+  cudaStream_t handle_;  ///< Never 0; a state (see handle.hpp) for an owner that holds no stream.
 
  private:
   friend class stream;
@@ -503,6 +510,7 @@ class stream_timer {
  public:
   /// A timer of a temporary owner would outlive its stream.
   explicit stream_timer(stream&&) = delete;
+  /// Makes two timing events in s's context and records the start on `s` now.
   explicit stream_timer(stream_ref s)
       : stream_(s), start_(timing_event(s)), stop_(timing_event(s)) {
     start_.record(stream_);

@@ -31,11 +31,11 @@ enum class capture_status : int {
 };
 /// What cudaStreamGetCaptureInfo says about a stream.
 struct stream_capture_info {
-  capture_status status = capture_status::none;
-  unsigned long long id = 0;  ///< unique in the process; 0 unless active
-  /// The graph captured into, and what the next captured work depends on, when active.
+  capture_status status = capture_status::none;  ///< whether the stream is capturing
+  unsigned long long id = 0;                     ///< unique in the process; 0 unless active
+  /// The graph captured into, and what the next captured work depends on, when active. @{
   graph_ref graph{detail::state_handle<cudaGraph_t>(detail::handle_state::empty)};
-  std::vector<graph_dependency> dependencies{};
+  std::vector<graph_dependency> dependencies{};  ///@}
 };
 namespace detail {
 struct capture_point {  // what a capture is into, and what its next work depends on
@@ -248,6 +248,7 @@ inline graph_node last_captured_node(stream_ref stream) {
 /// Captures the work enqueued on a stream into a new graph, from construction to end().
 class capture_scope {
  public:
+  /// Begins capturing `stream` in `mode` (cudaStreamBeginCapture); throws, saying why, if refused.
   explicit capture_scope(stream_ref stream, capture_mode mode = capture_mode::global)
       : stream_(stream), context_(detail::begin_capture(stream.get(), mode, nullptr, {})) {}
   /// A temporary stream owner would be gone before the capture ends.
@@ -263,7 +264,7 @@ class capture_scope {
     return curt::graph::from_native_handle(detail::end_capture(
         stream_.get(), context_, ended_, false, "curt::capture_scope::end()"));
   }
-  stream_ref stream() const noexcept { return stream_; }
+  stream_ref stream() const noexcept { return stream_; }  ///< the stream being captured
   /// The graph being captured into (to retain() values the work uses), while the capture is active.
   graph_ref graph() const {
     const char* operation = "curt::capture_scope::graph()";
@@ -289,7 +290,7 @@ class capture_to_graph_scope {
       std::enable_if_t<std::is_convertible_v<T, graph_ref> && !std::is_same_v<T, graph>, int>;
 
  public:
-  /// `target`: a curt::graph lvalue or a graph_ref (not a temporary owner).
+  /// Begins capturing into `target`: a curt::graph lvalue or graph_ref (not a temporary owner). @{
   template <class Target, target_of<Target> = 0>
   capture_to_graph_scope(stream_ref stream, Target&& target,
                          const std::vector<graph_dependency>& dependencies = {},
@@ -308,7 +309,7 @@ class capture_to_graph_scope {
   }
   template <class Target, target_of<Target> = 0>
   capture_to_graph_scope(stream_ref stream, Target&& target, capture_mode mode)
-      : capture_to_graph_scope(stream, std::forward<Target>(target), {}, mode) {}
+      : capture_to_graph_scope(stream, std::forward<Target>(target), {}, mode) {}  ///@}
   template <class... Rest>  // a temporary stream would be gone before the capture ends
   capture_to_graph_scope(curt::stream&&, Rest&&...) = delete;
   /// Ends the capture if end() was not called; what was captured stays in the target.
@@ -328,7 +329,7 @@ class capture_to_graph_scope {
       throw;
     }
   }
-  stream_ref stream() const noexcept { return stream_; }
+  stream_ref stream() const noexcept { return stream_; }  ///< the stream being captured
 
  private:
   friend struct detail::capture_access;

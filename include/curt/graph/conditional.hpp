@@ -26,9 +26,9 @@ enum class conditional_flags : unsigned {
 /// The value a conditional node reads, which kernels set with curt::set_condition (never freed).
 class conditional_handle : public detail::device_value<cudaGraphConditionalHandle> {
  public:
-  constexpr conditional_handle() noexcept = default;
+  constexpr conditional_handle() noexcept = default;  ///< null, or a native handle (unchecked) @{
   CURT_HOST_DEVICE constexpr explicit conditional_handle(cudaGraphConditionalHandle native) noexcept
-      : device_value(native) {}
+      : device_value(native) {}  ///@}
 
   /// A handle for a conditional node of `g` or of a body below it.
   static conditional_handle create(graph_ref g, unsigned default_value = 0,
@@ -77,13 +77,13 @@ __device__ inline void set_condition(cudaGraphConditionalHandle handle, unsigned
 /// A conditional node and its bodies (graphs that belong to the node, valid as long as it is).
 class conditional_node : public graph_node {
  public:
-  conditional_node() noexcept = default;
+  conditional_node() noexcept = default;  ///< empty, or `node` with CUDA's array of its bodies @{
   conditional_node(graph_node node, cudaGraphConditionalNodeType kind, conditional_handle handle,
                    cudaGraph_t* bodies, unsigned count) noexcept
-      : graph_node(node), kind_(kind), handle_(handle), bodies_(bodies), count_(count) {}
+      : graph_node(node), kind_(kind), handle_(handle), bodies_(bodies), count_(count) {}  ///@}
 
-  cudaGraphConditionalNodeType kind() const noexcept { return kind_; }
-  conditional_handle handle() const noexcept { return handle_; }
+  cudaGraphConditionalNodeType kind() const noexcept { return kind_; }  ///< IF, WHILE or SWITCH
+  conditional_handle handle() const noexcept { return handle_; }  ///< the value the node reads
   /// 1 for IF and WHILE, 2 for IF/ELSE, the number of cases for SWITCH.
   unsigned body_count() const noexcept { return count_; }
 

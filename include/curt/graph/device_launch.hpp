@@ -37,9 +37,9 @@ inline void require_device_launch_flags(unsigned long long flags, const char* op
 /// An executable graph for device launch, as kernels get it (by value; keep the graph_exec alive).
 class device_graph : public detail::device_value<cudaGraphExec_t> {
  public:
-  constexpr device_graph() noexcept = default;
+  constexpr device_graph() noexcept = default;  ///< null, or `exec`, checked for device_launch @{
   explicit device_graph(graph_exec_ref exec)
-      : device_value(checked(exec, "curt::device_graph(exec)")) {}
+      : device_value(checked(exec, "curt::device_graph(exec)")) {}  ///@}
   /// The same, uploaded on `upload_stream`.
   device_graph(graph_exec_ref exec, stream_ref upload_stream)
       : device_value(checked(exec, "curt::device_graph(exec, upload_stream)")) {
@@ -54,6 +54,7 @@ class device_graph : public detail::device_value<cudaGraphExec_t> {
     g.native_ = native;
     return g;
   }
+  /// False for a null one (default-constructed, or from a null native handle).
   CURT_HOST_DEVICE constexpr bool valid() const noexcept { return native_ != nullptr; }
 
  private:
@@ -86,9 +87,10 @@ __device__ inline device_graph current_device_graph() {
 /// A device-updatable kernel node as device code changes it: trivially copyable, untyped.
 class device_node : public detail::device_value<cudaGraphDeviceNode_t> {
  public:
-  constexpr device_node() noexcept = default;
+  constexpr device_node() noexcept = default;  ///< null, or a native handle (unchecked) @{
   CURT_HOST_DEVICE constexpr explicit device_node(cudaGraphDeviceNode_t native) noexcept
-      : device_value(native) {}
+      : device_value(native) {}  ///@}
+  /// False for a null one (default-constructed, or from a null native handle).
   CURT_HOST_DEVICE constexpr bool valid() const noexcept { return native_ != nullptr; }
 };
 
@@ -97,7 +99,7 @@ class device_node : public detail::device_value<cudaGraphDeviceNode_t> {
 template <class... Params>
 class device_kernel_node : public device_node {
  public:
-  static constexpr std::size_t parameter_count = sizeof...(Params);
+  static constexpr std::size_t parameter_count = sizeof...(Params);  ///< how many the kernel takes
   constexpr device_kernel_node() noexcept = default;
   /// A handle from CUDA, with the offsets cudaFuncGetParamInfo gives.
   CURT_HOST_DEVICE constexpr device_kernel_node(cudaGraphDeviceNode_t native,
@@ -128,9 +130,10 @@ using device_kernel_node_for =
 template <class... Params>
 class updatable_kernel_node : public graph_node {
  public:
-  updatable_kernel_node() noexcept = default;
+  updatable_kernel_node() noexcept = default;  ///< empty, or `node` and its device handle @{
   updatable_kernel_node(graph_node node, device_kernel_node<Params...> handle) noexcept
-      : graph_node(node), handle_(handle) {}
+      : graph_node(node), handle_(handle) {}  ///@}
+  /// The handle kernels change the node by (set_argument, set_grid, ...): pass it by value.
   device_kernel_node<Params...> device_handle() const noexcept { return handle_; }
 
  private:

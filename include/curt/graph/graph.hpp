@@ -61,21 +61,22 @@ constexpr dot_flags operator|(dot_flags a, dot_flags b) noexcept {
 }
 /// An edge: `to` depends on `from`; `data` says how (all zero: full completion).
 struct graph_edge {
-  cudaGraphNode_t from = nullptr;
-  cudaGraphNode_t to = nullptr;
-  cudaGraphEdgeData data{};
+  cudaGraphNode_t from = nullptr;  ///< the node depended on
+  cudaGraphNode_t to = nullptr;    ///< the node that waits for `from`
+  cudaGraphEdgeData data{};        ///< ports and dependency type (cudaGraphEdgeData)
 };
 /// One end of an edge still to be made: work added next depends on `node`, as `data` says.
 struct graph_dependency {
-  cudaGraphNode_t node = nullptr;
-  cudaGraphEdgeData data{};
+  cudaGraphNode_t node = nullptr;  ///< the node depended on
+  cudaGraphEdgeData data{};        ///< ports and type of the edge; all zero: a plain edge
 };
 /// What cudaGraphExecUpdate answered (graph_exec_ref::try_update). True when the update was made.
 struct graph_update_result {
+  /// cudaGraphExecUpdateSuccess (the result is then true), or why the update was refused. @{
   cudaGraphExecUpdateResult result = cudaGraphExecUpdateSuccess;
   cudaGraphNode_t node = nullptr;       ///< the offending node of the new graph; often null
   cudaGraphNode_t from_node = nullptr;  ///< for a mismatched dependency, where it comes from
-  explicit operator bool() const noexcept { return result == cudaGraphExecUpdateSuccess; }
+  explicit operator bool() const noexcept { return result == cudaGraphExecUpdateSuccess; }  ///@}
 };
 class graph;
 class graph_exec;
@@ -241,13 +242,14 @@ inline cudaGraphNodeType node_type(cudaGraphNode_t node) {
 /// A non-owning graph handle.
 class graph_ref {
  public:
+  /// A raw graph, neither owned nor checked (implicit, like stream_ref's from cudaStream_t).
   graph_ref(cudaGraph_t handle) noexcept : handle_(handle) {}  // NOLINT: implicit by design
   graph_ref(int) = delete;             ///< 0 is not a graph
   graph_ref(std::nullptr_t) = delete;  ///< nor is nullptr
 
-  /// The native handle; throws when this refers to an owner that holds none.
+  /// The native handle; get() throws and valid() is false for a ref of an owner holding none. @{
   cudaGraph_t get() const { return native("get()"); }
-  bool valid() const noexcept { return !detail::is_state_handle(handle_); }
+  bool valid() const noexcept { return !detail::is_state_handle(handle_); }  ///@}
 
   /// A copy (not of a graph with memory, conditional or device-updatable kernel nodes).
   inline graph clone() const;
@@ -257,14 +259,15 @@ class graph_ref {
   inline graph_exec instantiate_and_upload(stream_ref upload_stream,
                                            instantiate_flags flags = instantiate_flags::none) const;
 
+  /// How many nodes the graph holds, and the nodes themselves (cudaGraphGetNodes). @{
   std::size_t node_count() const { return list_nodes(native("node_count()"), nullptr); }
   std::vector<cudaGraphNode_t> nodes() const {
     cudaGraph_t g = native("nodes()");
     std::vector<cudaGraphNode_t> result(list_nodes(g, nullptr));
     (void)list_nodes(g, &result);  // the same count: a graph is not changed during a query
     return result;
-  }
-  /// Every edge, with its data.
+  }  ///@}
+  /// Every edge, with its data (cudaGraphGetEdges).
   std::vector<graph_edge> edges() const {
     cudaGraph_t g = native("edges()");
     detail::context_scope in(detail::any_context);
@@ -280,7 +283,7 @@ class graph_ref {
     for (std::size_t i = 0; i < n; ++i) result[i] = graph_edge{from[i], to[i], data[i]};
     return result;
   }
-  /// Writes the graph in Graphviz's DOT language to `path`.
+  /// Writes the graph in Graphviz's DOT language to `path` (cudaGraphDebugDotPrint).
   void debug_dot_print(const std::string& path, dot_flags flags = dot_flags::none) const {
     cudaGraph_t g = native("debug_dot_print()");
     detail::context_scope in(detail::any_context);
@@ -308,14 +311,16 @@ class graph_ref {
     detail::context_scope in(detail::any_context);
     return detail::retain_in_graph(g, std::move(owned)).function;
   }
+  /// Same graph handle. Refs of owners that hold none compare by their state. @{
   friend bool operator==(graph_ref a, graph_ref b) noexcept { return a.handle_ == b.handle_; }
   friend bool operator!=(graph_ref a, graph_ref b) noexcept { return a.handle_ != b.handle_; }
-
+  ///@}
  protected:
+  /// The handle for a CUDA call; throws, naming `operation`, when there is none.
   cudaGraph_t native(const char* operation) const {
     return detail::usable_handle(handle_, "curt::graph", operation);
   }
-  cudaGraph_t handle_;
+  cudaGraph_t handle_;  ///< the graph; a state (core/handle.hpp) for an owner that holds none
 
  private:
   friend class graph_exec_ref;  // update() names its operation on the graph
@@ -364,12 +369,14 @@ struct detail::graph_traits {
 /// A non-owning executable-graph handle.
 class graph_exec_ref {
  public:
+  /// A raw executable graph, neither owned nor checked (implicit, like graph_ref's).
   graph_exec_ref(cudaGraphExec_t handle) noexcept : handle_(handle) {}  // NOLINT: implicit
   graph_exec_ref(int) = delete;             ///< 0 is not an executable graph
   graph_exec_ref(std::nullptr_t) = delete;  ///< nor is nullptr
 
+  /// The native handle; get() throws and valid() is false for a ref of an owner holding none. @{
   cudaGraphExec_t get() const { return native("get()"); }
-  bool valid() const noexcept { return !detail::is_state_handle(handle_); }
+  bool valid() const noexcept { return !detail::is_state_handle(handle_); }  ///@}
 
   /// Runs the graph on `stream`, after the work before it there and the graph's earlier launches.
   void launch(stream_ref stream) const {
@@ -420,18 +427,21 @@ class graph_exec_ref {
                   __LINE__);
     return static_cast<instantiate_flags>(value);
   }
+  /// Same executable-graph handle. Refs of owners that hold none compare by their state.
   friend bool operator==(graph_exec_ref a, graph_exec_ref b) noexcept {
     return a.handle_ == b.handle_;
   }
+  /// Not the same executable-graph handle.
   friend bool operator!=(graph_exec_ref a, graph_exec_ref b) noexcept {
     return a.handle_ != b.handle_;
   }
 
  protected:
+  /// The handle for a CUDA call; throws, naming `operation`, when there is none.
   cudaGraphExec_t native(const char* operation) const {
     return detail::usable_handle(handle_, "curt::graph_exec", operation);
   }
-  cudaGraphExec_t handle_;
+  cudaGraphExec_t handle_;  ///< the executable graph; a state for an owner that holds none
 
  private:
   friend struct detail::graph_access;
@@ -491,7 +501,7 @@ class graph_exec
                     "only an instantiated graph can be owned, not null", __FILE__, __LINE__);
     return graph_exec(handle);
   }
-  /// As graph_exec_ref's, remembered (see update_host_node).
+  /// As graph_exec_ref's, remembered (see update_host_node). @{
   void update(graph_ref from) const {
     state_.whole_update([&] {
       graph_exec_ref::update(from);  // throws if refused
@@ -500,7 +510,7 @@ class graph_exec
   }
   graph_update_result try_update(graph_ref from) const {
     return state_.whole_update([&] { return graph_exec_ref::try_update(from); });
-  }
+  }  ///@}
 
  private:
   friend struct detail::graph_access;

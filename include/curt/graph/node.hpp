@@ -15,23 +15,27 @@ namespace curt {
 /// A node of a graph: its handle (the graph owns it); queries on a null one throw.
 class graph_node {
  public:
-  constexpr graph_node() noexcept = default;
+  constexpr graph_node() noexcept = default;  ///< null or native `node`, which get() returns @{
   constexpr graph_node(cudaGraphNode_t node) noexcept : node_(node) {}  // NOLINT: implicit
 
-  constexpr cudaGraphNode_t get() const noexcept { return node_; }
-  constexpr bool valid() const noexcept { return node_ != nullptr; }
+  constexpr cudaGraphNode_t get() const noexcept { return node_; }    ///@}
+  constexpr bool valid() const noexcept { return node_ != nullptr; }  ///< false for a null node
 
+  /// The node's type (cudaGraphNodeGetType); throws for a null node, as the queries below do.
   cudaGraphNodeType type() const { return curt::node_type(checked("type()")); }
-  /// The nodes this one depends on, and those that depend on it, with the data of each edge.
+  /// The nodes this one depends on (cudaGraphNodeGetDependencies), with each edge's data.
   std::vector<graph_dependency> dependencies() const { return neighbours(true, "dependencies()"); }
+  /// The nodes that depend on this one (cudaGraphNodeGetDependentNodes), with each edge's data.
   std::vector<graph_dependency> dependents() const { return neighbours(false, "dependents()"); }
 
   /// As a dependency of a new node: a plain (full completion) edge.
   operator graph_dependency() const noexcept { return graph_dependency{node_, {}}; }  // NOLINT
 
+  /// Same node handle.
   friend constexpr bool operator==(graph_node a, graph_node b) noexcept {
     return a.node_ == b.node_;
   }
+  /// Not the same node handle.
   friend constexpr bool operator!=(graph_node a, graph_node b) noexcept {
     return a.node_ != b.node_;
   }
@@ -77,7 +81,7 @@ inline graph_dependency launch_completion_edge(graph_node from) noexcept {
 /// What a new node depends on (by value): nodes, and edges with data. {}: a root node.
 class node_dependencies {
  public:
-  node_dependencies() noexcept = default;
+  node_dependencies() noexcept = default;  ///< none (a root node), or the given nodes or edges @{
   node_dependencies(std::initializer_list<graph_dependency> l) { push(l.begin(), l.size()); }
   node_dependencies(std::initializer_list<graph_node> l) { push(l.begin(), l.size()); }
   // Implicit by design (NOLINT): a node, or a vector of them, is a node's dependencies.
@@ -86,8 +90,9 @@ class node_dependencies {
   node_dependencies(const std::vector<graph_dependency>& v) { push(v.data(), v.size()); }  // NOLINT
   node_dependencies(const std::vector<graph_node>& v) { push(v.data(), v.size()); }        // NOLINT
   node_dependencies(const std::vector<cudaGraphNode_t>& v) { push(v.data(), v.size()); }   // NOLINT
-  std::size_t size() const noexcept { return size_; }
-  bool empty() const noexcept { return size_ == 0; }
+  ///@}
+  std::size_t size() const noexcept { return size_; }  ///< the number of dependencies
+  bool empty() const noexcept { return size_ == 0; }   ///< no dependencies: a root node
   /// The nodes, in order; null when there are none.
   const cudaGraphNode_t* nodes() const noexcept {
     if (size_ == 0) return nullptr;
@@ -98,6 +103,7 @@ class node_dependencies {
     if (!has_data_) return nullptr;
     return size_ <= inline_capacity ? inline_data_ : more_data_.data();
   }
+  /// Dependency `i` (unchecked), with its edge data (all zero for a plain edge).
   graph_dependency operator[](std::size_t i) const noexcept {
     const cudaGraphEdgeData* d = data();
     return graph_dependency{nodes()[i], d ? d[i] : cudaGraphEdgeData{}};

@@ -19,13 +19,13 @@ namespace curt {
 template <class T>
 class allocation_node : public graph_node {
  public:
-  allocation_node() noexcept = default;
+  allocation_node() noexcept = default;  ///< empty, or `node` and its `size` elements at `data` @{
   allocation_node(graph_node node, T* data, std::size_t size) noexcept
-      : graph_node(node), data_(data), size_(size) {}
+      : graph_node(node), data_(data), size_(size) {}  ///@}
 
-  T* data() const noexcept { return data_; }
-  std::size_t size() const noexcept { return size_; }
-  std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  T* data() const noexcept { return data_; }  ///< the allocation's address, fixed for every launch
+  std::size_t size() const noexcept { return size_; }                    ///< its number of elements
+  std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }  ///< size() * sizeof(T)
   /// As any span-like view of its elements (cuda::std::span<T>): a kernel argument.
   template <class S, detail::span_like_of<S, T> = 0>
   operator S() const {  // NOLINT: implicit, as curt's buffers convert

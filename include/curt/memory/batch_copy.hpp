@@ -70,14 +70,15 @@ inline std::string to_string(source_access order) {
 }
 
 /// How one copy of a batch runs: its source access order, location hints (used by CUDA for
-/// managed memory only) and the prefer-overlap-with-compute hint. Implicit from a source_access:
-/// `batch.add(dst, src, curt::source_access::any)`.
+/// managed memory only) and the prefer-overlap-with-compute hint.
 class copy_attributes {
  public:
+  /// `order`, no hints, no flags; implicit: `batch.add(dst, src, curt::source_access::any)`.
   constexpr copy_attributes(source_access order = source_access::stream) noexcept  // NOLINT
       : native_{static_cast<cudaMemcpySrcAccessOrder>(order), memory_location::none().native(),
                 memory_location::none().native(), 0u} {}
 
+  /// Set (chainable) and read: location hints (default none()), the overlap flag; order(). @{
   constexpr copy_attributes& source_hint(memory_location where) noexcept {
     native_.srcLocHint = where.native();
     return *this;
@@ -103,16 +104,16 @@ class copy_attributes {
   }
   constexpr bool prefers_overlap_with_compute() const noexcept {
     return (native_.flags & cudaMemcpyFlagPreferOverlapWithCompute) != 0;
-  }
-  constexpr cudaMemcpyAttributes native() const noexcept { return native_; }
+  }  ///@}
+  constexpr cudaMemcpyAttributes native() const noexcept { return native_; }  ///< As CUDA takes it.
 
-  /// Same order, flags and hints (type and id, as CUDA reads them).
+  /// Same order, flags and hints (type and id, as CUDA reads them). @{
   friend constexpr bool operator==(const copy_attributes& a, const copy_attributes& b) noexcept {
     return detail::batch_same(a.native_, b.native_);
   }
   friend constexpr bool operator!=(const copy_attributes& a, const copy_attributes& b) noexcept {
     return !(a == b);
-  }
+  }  ///@}
 
  private:
   cudaMemcpyAttributes native_;
@@ -224,8 +225,7 @@ class copy_batch_base : public batch_entries {
 class copy_batch : public detail::copy_batch_base<copy_batch> {
  public:
   copy_batch() = default;
-  /// Room for `copies` copies up front.
-  explicit copy_batch(std::size_t copies) { reserve(copies); }
+  explicit copy_batch(std::size_t copies) { reserve(copies); }  ///< Room for `copies` copies.
 
   /// Copies `source` into `destination`, contiguous ranges (data(), size()) of one trivially
   /// copyable element type and as many elements (refused otherwise, and for a null pointer).
@@ -302,14 +302,15 @@ class copy_batch : public detail::copy_batch_base<copy_batch> {
   /// The arrays submit() hands to CUDA: `count` copies (the empty ones left out) and
   /// `attribute_count` runs, run k applying to the copies from attribute_indices[k] on.
   struct native_arrays {
-    const CUdeviceptr* destinations;
-    const CUdeviceptr* sources;
-    const std::size_t* sizes;
-    std::size_t count;
-    const cudaMemcpyAttributes* attributes;
-    const std::size_t* attribute_indices;
-    std::size_t attribute_count;
+    const CUdeviceptr* destinations;         ///< `count` destination addresses
+    const CUdeviceptr* sources;              ///< `count` source addresses
+    const std::size_t* sizes;                ///< `count` sizes, in bytes
+    std::size_t count;                       ///< copies, the empty ones left out
+    const cudaMemcpyAttributes* attributes;  ///< `attribute_count` attributes, one per run
+    const std::size_t* attribute_indices;    ///< the first copy of each run
+    std::size_t attribute_count;             ///< runs of copies with equal attributes
   };
+  /// These arrays: pointers into the batch, valid until it changes.
   native_arrays native() const noexcept {
     return {destinations_.data(), sources_.data(),      sizes_.data(),       sizes_.size(),
             runs_.values.data(),  runs_.starts.data(), runs_.values.size()};
@@ -374,7 +375,7 @@ class strided_volume {
   constexpr strided_volume(const strided_volume<U>& other) noexcept  // NOLINT
       : data_(other.data()), row_pitch_(other.row_pitch()), layer_height_(other.layer_height()) {}
 
-  constexpr T* data() const noexcept { return data_; }
+  constexpr T* data() const noexcept { return data_; }  ///< The box's first element.
   /// Bytes from one row to the next; 0: packed.
   constexpr std::size_t row_pitch() const noexcept { return row_pitch_; }
   /// Rows from one layer to the next; 0: packed.
@@ -393,13 +394,13 @@ class copy_3d_batch : public detail::copy_batch_base<copy_3d_batch> {
  public:
   /// A copy's size: `width` elements per row, `height` rows per layer, `depth` layers.
   struct extent {
-    std::size_t width = 0;
-    std::size_t height = 0;
-    std::size_t depth = 0;
+    std::size_t width = 0;   ///< elements per row
+    std::size_t height = 0;  ///< rows per layer
+    std::size_t depth = 0;   ///< layers
   };
 
   copy_3d_batch() = default;
-  explicit copy_3d_batch(std::size_t copies) { reserve(copies); }
+  explicit copy_3d_batch(std::size_t copies) { reserve(copies); }  ///< Room for `copies` copies.
 
   /// Copies the box `size` from `source` to `destination`. Refused (naming the copy and the
   /// numbers) when a row pitch is shorter than the row or a layer height lower than the copy's
@@ -432,17 +433,19 @@ class copy_3d_batch : public detail::copy_batch_base<copy_3d_batch> {
     return *this;
   }
 
+  /// Forgets every copy; keeps the storage.
   void clear() noexcept {
     operations_.clear();
     clear_copies();
   }
-  void reserve(std::size_t copies) { operations_.reserve(copies); }
+  void reserve(std::size_t copies) { operations_.reserve(copies); }  ///< Room for `copies` copies.
 
   /// The operations submit() hands to CUDA (widths and row pitches in bytes; no empty ones).
   struct native_arrays {
-    const cudaMemcpy3DBatchOp* operations;
-    std::size_t count;
+    const cudaMemcpy3DBatchOp* operations;  ///< `count` operations
+    std::size_t count;                      ///< copies, the empty ones left out
   };
+  /// These arrays: pointers into the batch, valid until it changes.
   native_arrays native() const noexcept { return {operations_.data(), operations_.size()}; }
 
  private:

@@ -174,11 +174,11 @@ class device_buffer : public detail::buffer<T, detail::device_memory_kind> {
   using base = detail::buffer<T, detail::device_memory_kind>;
 
  public:
+  /// Allocates (cudaMalloc); no_handle: an empty owner, every use throws until assigned. @{
   device_buffer(curt::device d, std::size_t count)
       : base(d, count, "cudaMalloc", -1,
              [](void** p, std::size_t n) { return cudaMalloc(p, n); }) {}
-  /// An empty owner: every use throws until a buffer is assigned.
-  explicit device_buffer(no_handle_t) noexcept : base(detail::handle_state::empty) {}
+  explicit device_buffer(no_handle_t) noexcept : base(detail::handle_state::empty) {}  ///@}
 
   /// Takes ownership of `count` elements the caller allocated with cudaMalloc on device d (freed
   /// with cudaFree). A null pointer only with a count of 0.
@@ -197,15 +197,16 @@ class pinned_buffer : public detail::buffer<T, detail::pinned_memory_kind> {
   using base = detail::buffer<T, detail::pinned_memory_kind>;
 
  public:
-  using iterator = T*;
-  using const_iterator = const T*;
+  using iterator = T*;              ///< a pointer: the elements are contiguous host memory
+  using const_iterator = const T*;  ///< a pointer to const elements
+  /// Allocates with cudaHostAlloc(`flags`); no_handle: an empty owner, every use throws. @{
   pinned_buffer(curt::device d, std::size_t count, pinned_flags flags = pinned_flags::none)
       : base(d, count, "cudaHostAlloc", static_cast<long long>(flags),
              [flags](void** p, std::size_t n) {
                return cudaHostAlloc(p, n, static_cast<unsigned>(flags));
              }),
         flags_(flags) {}
-  explicit pinned_buffer(no_handle_t) noexcept : base(detail::handle_state::empty) {}
+  explicit pinned_buffer(no_handle_t) noexcept : base(detail::handle_state::empty) {}  ///@}
 
   /// Takes ownership of elements the caller allocated with cudaHostAlloc (or cudaMallocHost) on
   /// device d with `flags`; freed with cudaFreeHost.
@@ -216,10 +217,9 @@ class pinned_buffer : public detail::buffer<T, detail::pinned_memory_kind> {
     return b;
   }
 
-  pinned_flags flags() const noexcept { return flags_; }
-  /// The address kernels use for this memory: data() itself where the device has unified
-  /// addressing (there every device reaches cudaHostAlloc memory, whatever its flags), else the
-  /// mapped address (with pinned_flags::mapped only).
+  pinned_flags flags() const noexcept { return flags_; }  ///< Flags it was made or adopted with.
+  /// The address kernels use: data() if its device has unified addressing (all devices then reach
+  /// cudaHostAlloc memory, whatever its flags), else the mapped one (pinned_flags::mapped only).
   T* device_pointer() const {
     T* host = const_cast<T*>(this->native("device_pointer()"));
     if (detail::cached_properties(this->place_.ordinal).unifiedAddressing) return host;
@@ -241,15 +241,15 @@ class managed_buffer : public detail::buffer<T, detail::managed_memory_kind> {
   using base = detail::buffer<T, detail::managed_memory_kind>;
 
  public:
-  using iterator = T*;
-  using const_iterator = const T*;
-  /// `flags`: attach_flags::global (any stream) or attach_flags::host (none until attach()).
+  using iterator = T*;              ///< a pointer: the elements are contiguous managed memory
+  using const_iterator = const T*;  ///< a pointer to const elements
+  /// `flags`: attach_flags global (any stream) or host (none until attach()); no_handle: empty. @{
   managed_buffer(curt::device d, std::size_t count, attach_flags flags = attach_flags::global)
       : base(d, count, "cudaMallocManaged", allocation_flags(flags),
              [flags](void** p, std::size_t n) {
                return cudaMallocManaged(p, n, static_cast<unsigned>(flags));
              }) {}
-  explicit managed_buffer(no_handle_t) noexcept : base(detail::handle_state::empty) {}
+  explicit managed_buffer(no_handle_t) noexcept : base(detail::handle_state::empty) {}  ///@}
 
   /// Takes ownership of elements the caller allocated with cudaMallocManaged; freed with cudaFree.
   static managed_buffer adopt(curt::device d, T* memory, std::size_t count) {
@@ -294,6 +294,7 @@ class host_registration
   using base = detail::unique_handle<span, detail::memory_traits<detail::registration_kind>>;
 
  public:
+  /// Registers `bytes` bytes at `memory` (none for 0; null throws); no_handle: an empty owner. @{
   host_registration(curt::device d, void* memory, std::size_t bytes,
                     register_flags flags = register_flags::none)
       : base(span(nullptr, bytes, {nullptr, d.ordinal()})), flags_(flags) {
@@ -317,10 +318,11 @@ class host_registration
       : base(span(detail::state_handle<unsigned char*>(detail::handle_state::empty), 0, {})) {}
 
   /// The registered memory; throws when the owner holds none.
-  void* data() const { return usable("data()"); }
-  void* get() const { return usable("get()"); }
-  std::size_t size_bytes() const noexcept { return size(); }
-  register_flags flags() const noexcept { return flags_; }
+  void* data() const { return usable("data()"); }  ///@}
+  void* get() const { return usable("get()"); }  ///< Same as data().
+  std::size_t size_bytes() const noexcept { return size(); }  ///< Bytes registered; 0 if none are.
+  register_flags flags() const noexcept { return flags_; }  ///< The cudaHostRegister flags.
+  /// The device in whose context it was registered; throws when the owner holds none.
   curt::device device() const {
     (void)usable("device()");
     return curt::device::from_ordinal_unchecked(place_.ordinal);
@@ -374,7 +376,7 @@ enum class memory_kind {
 
 /// What CUDA knows about a pointer (cudaPointerGetAttributes, and the driver for the pool).
 struct pointer_info {
-  memory_kind kind = memory_kind::unregistered;
+  memory_kind kind = memory_kind::unregistered;  ///< cudaPointerAttributes::type
   int device = cudaInvalidDeviceId;  ///< -2 for unregistered memory
   void* device_pointer = nullptr;    ///< null where the device cannot address the memory
   void* host_pointer = nullptr;      ///< null where the host cannot address the memory

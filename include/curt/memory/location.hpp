@@ -44,11 +44,12 @@ class memory_location {
     return memory_location(location.type, location.id);
   }
 
+  /// The type, and id: the device ordinal or NUMA node (0 for the types whose id CUDA ignores). @{
   constexpr cudaMemLocationType type() const noexcept { return location_.type; }
-  /// The device ordinal or NUMA node; 0 for the types whose id CUDA ignores.
-  constexpr int id() const noexcept { return location_.id; }
-  constexpr cudaMemLocation native() const noexcept { return location_; }
+  constexpr int id() const noexcept { return location_.id; }  ///@}
+  constexpr cudaMemLocation native() const noexcept { return location_; }  ///< As CUDA takes it.
 
+  /// True for none() and for device memory (cudaMemLocationTypeNone, cudaMemLocationTypeDevice). @{
   constexpr bool is_none() const noexcept { return location_.type == cudaMemLocationTypeNone; }
   constexpr bool is_device() const noexcept { return location_.type == cudaMemLocationTypeDevice; }
   /// True for host(), host_numa(n) and host_numa_current().
@@ -56,7 +57,7 @@ class memory_location {
     return location_.type == cudaMemLocationTypeHost ||
            location_.type == cudaMemLocationTypeHostNuma ||
            location_.type == cudaMemLocationTypeHostNumaCurrent;
-  }
+  }  ///@}
 
   /// "device 0", "host", "host NUMA node 1", "host NUMA node nearest the calling thread",
   /// "no location": for error messages and test output.
@@ -78,7 +79,7 @@ class memory_location {
   }
 
   /// Same type and, where the type has one, same id (the ignored ids of host() and
-  /// host_numa_current() do not count: CUDA may give them back as anything).
+  /// host_numa_current() do not count: CUDA may give them back as anything). @{
   friend constexpr bool operator==(memory_location a, memory_location b) noexcept {
     if (a.location_.type != b.location_.type) return false;
     bool has_id = a.location_.type == cudaMemLocationTypeDevice ||
@@ -87,7 +88,7 @@ class memory_location {
   }
   friend constexpr bool operator!=(memory_location a, memory_location b) noexcept {
     return !(a == b);
-  }
+  }  ///@}
 
  private:
   constexpr memory_location(cudaMemLocationType type, int id) noexcept : location_{type, id} {}

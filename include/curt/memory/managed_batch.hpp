@@ -164,7 +164,7 @@ class prefetch_batch : public detail::managed_range_batch {
 class discard_batch : public detail::managed_range_batch {
  public:
   using managed_range_batch::managed_range_batch;
-  /// Discards the memory of `range` (data(), size(); its elements must be writable).
+  /// Discards `range` (data(), size(); its elements must be writable) or `bytes` from `data`. @{
   template <class Range>
   discard_batch& add(Range&& range) {
     add_range<true, Range>(range, add_call, "curt::discard_batch::add: the range", nullptr);
@@ -173,7 +173,8 @@ class discard_batch : public detail::managed_range_batch {
   discard_batch& add_bytes(void* data, std::size_t bytes) {
     push(add_call, data, bytes, nullptr);
     return *this;
-  }
+  }  ///@}
+  /// Enqueues the discards on `stream`: not the legacy default one, nor a capturing one.
   void submit(stream_ref stream) const {
     submit_with(stream, "curt::discard_batch::submit", "cudaMemDiscardBatchAsync",
                 [](void** p, std::size_t* s, std::size_t n, cudaMemLocation*, std::size_t*,
@@ -191,6 +192,7 @@ class discard_batch : public detail::managed_range_batch {
 class discard_and_prefetch_batch : public detail::managed_range_batch {
  public:
   using managed_range_batch::managed_range_batch;
+  /// Discards `range` (writable elements) or `bytes` from `data`, and prefetches it to `where`. @{
   template <class Range>
   discard_and_prefetch_batch& add(Range&& range, memory_location where) {
     add_range<true, Range>(range, add_call, "curt::discard_and_prefetch_batch::add: the range",
@@ -200,7 +202,8 @@ class discard_and_prefetch_batch : public detail::managed_range_batch {
   discard_and_prefetch_batch& add_bytes(void* data, std::size_t bytes, memory_location where) {
     push(add_call, data, bytes, &where);
     return *this;
-  }
+  }  ///@}
+  /// Enqueues them on `stream`: not the legacy default one, nor a capturing one.
   void submit(stream_ref stream) const {
     submit_with(stream, "curt::discard_and_prefetch_batch::submit",
                 "cudaMemDiscardAndPrefetchBatchAsync", &cudaMemDiscardAndPrefetchBatchAsync);

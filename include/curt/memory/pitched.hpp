@@ -88,9 +88,10 @@ class basic_pitched_buffer
   using base = detail::unique_handle<span, detail::memory_traits<detail::pitched_kind<Dimensions>>>;
 
  public:
-  using element_type = T;
-  using value_type = T;
+  using element_type = T;  ///< T, as std::span names it
+  using value_type = T;    ///< T
 
+  /// Allocates on device d (cudaMalloc3D; throws on overflow or failure); no_handle: empty. @{
   template <int D = Dimensions, std::enable_if_t<D == 2, int> = 0>
   basic_pitched_buffer(curt::device d, std::size_t width, std::size_t height)
       : basic_pitched_buffer(d, {{nullptr, d.ordinal()}, width, height, 1, 0}) {}
@@ -98,24 +99,24 @@ class basic_pitched_buffer
   basic_pitched_buffer(curt::device d, std::size_t width, std::size_t height, std::size_t depth)
       : basic_pitched_buffer(d, {{nullptr, d.ordinal()}, width, height, depth, 0}) {}
   explicit basic_pitched_buffer(no_handle_t) noexcept
-      : base(span(detail::state_handle<T*>(detail::handle_state::empty), 0, {})) {}
+      : base(span(detail::state_handle<T*>(detail::handle_state::empty), 0, {})) {}  ///@}
 
   /// The first row; throws when the owner holds no memory. Null when an extent is 0.
   using span::data;
   using span::get;
   using span::valid;
-  /// Elements per row.
-  std::size_t width() const noexcept { return extent(this->place_.width); }
+  std::size_t width() const noexcept { return extent(this->place_.width); }  ///< Elements per row.
   /// Rows (per slice, in 3D).
   std::size_t height() const noexcept { return extent(this->place_.height); }
   template <int D = Dimensions, std::enable_if_t<D == 3, int> = 0>
-  std::size_t depth() const noexcept { return extent(this->place_.depth); }
+  std::size_t depth() const noexcept { return extent(this->place_.depth); }  ///< Slices (3D only).
   /// Bytes from one row to the next (at least width() * sizeof(T)).
   std::size_t pitch() const noexcept { return extent(this->place_.pitch); }
   /// width() * height() (* depth()): the elements a dense copy moves.
   std::size_t element_count() const noexcept {
     return width() * height() * extent(this->place_.depth);
   }
+  /// The device it was allocated on; throws when the owner holds none.
   curt::device device() const {
     (void)span::native("device()");
     return curt::device::from_ordinal_unchecked(this->place_.where.ordinal);

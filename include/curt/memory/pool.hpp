@@ -54,24 +54,25 @@ class memory_pool_properties {
  public:
   memory_pool_properties() noexcept = default;  ///< no location or kind (an unknown import)
   /// Device memory of `d`; pinned host memory (cannot be exported: CUDA's rule), on NUMA node
-  /// `node`; managed memory with no preferred location, or preferring `d`.
+  /// `node`; managed memory with no preferred location, or preferring `d`. @{
   static memory_pool_properties device(curt::device d) noexcept { return {at::device(d)}; }
   static memory_pool_properties pinned_host() noexcept { return {at::host()}; }
   static memory_pool_properties host_numa(int node) noexcept { return {at::host_numa(node)}; }
   static memory_pool_properties managed() noexcept { return {at::none(), managed_}; }
   static memory_pool_properties managed(curt::device d) noexcept {
     return {at::device(d), managed_};
-  }
+  }  ///@}
   /// The most the pool may hold, in bytes (0: the system's limit; CUDA rounds it up to 32 MiB).
   memory_pool_properties& max_size(std::size_t n) noexcept { return set(props_.maxSize, n); }
-  /// Exportable to another process as a POSIX file descriptor (<curt/memory_pool_ipc.hpp>).
+  /// Exportable to another process as a POSIX fd (<curt/memory_pool_ipc.hpp>), or as `types`. @{
   memory_pool_properties& exportable() noexcept { return handle_types(posix_fd); }
   memory_pool_properties& handle_types(cudaMemAllocationHandleType types) noexcept {
     return set(props_.handleTypes, types);
-  }
+  }  ///@}
   /// Intended-usage flags (cudaMemPoolCreateUsageHwDecompress).
   memory_pool_properties& usage(unsigned short flags) noexcept { return set(props_.usage, flags); }
 
+  /// As set (0 where unset: location none(), kind Invalid); native(): the cudaMemPoolProps. @{
   memory_location location() const noexcept { return at::from_native(props_.location); }
   cudaMemAllocationType allocation_type() const noexcept { return props_.allocType; }
   bool is_managed() const noexcept { return props_.allocType == managed_; }
@@ -79,7 +80,7 @@ class memory_pool_properties {
   cudaMemAllocationHandleType handle_types() const noexcept { return props_.handleTypes; }
   bool is_exportable() const noexcept { return (props_.handleTypes & posix_fd) != 0; }
   unsigned short usage() const noexcept { return props_.usage; }
-  const cudaMemPoolProps& native() const noexcept { return props_; }
+  const cudaMemPoolProps& native() const noexcept { return props_; }  ///@}
 
  private:
   memory_pool_properties(memory_location where,
@@ -97,8 +98,9 @@ class memory_pool_properties {
 
 /// Reserved and used bytes of a pool, now and at their highest since the last reset.
 struct memory_pool_statistics {
-  std::size_t reserved = 0, reserved_high = 0;  ///< memory the pool holds from the system
-  std::size_t used = 0, used_high = 0;          ///< allocated from it, not yet free for reuse
+  /// In bytes: reserved, held from the system; used, allocated and not yet free for reuse. @{
+  std::size_t reserved = 0, reserved_high = 0;
+  std::size_t used = 0, used_high = 0;  ///@}
 };
 
 /// A pool checked to have cuda::mr properties: <curt/memory_resource.hpp> defines it for one or
@@ -147,52 +149,53 @@ void export_memory_pool(const Pool&) {
 /// curt::memory_pool throws a cuda_error that says which.
 class memory_pool_ref {
  public:
+  /// A bare handle (implicit): location, kind and maximum size unknown.
   memory_pool_ref(cudaMemPool_t handle) noexcept : handle_(handle) {}  // NOLINT: implicit
-  /// A pool whose location and kind the caller knows (its properties, or where it came from).
+  /// A pool whose location and kind the caller knows (its properties, or where it came from). @{
   memory_pool_ref(cudaMemPool_t handle, const memory_pool_properties& p) noexcept
       : memory_pool_ref(handle, p.location(), p.allocation_type()) {
     max_size_ = p.max_size();
   }
   memory_pool_ref(cudaMemPool_t handle, memory_location where, cudaMemAllocationType type) noexcept
-      : handle_(handle), where_(where), type_(type) {}
+      : handle_(handle), where_(where), type_(type) {}  ///@}
   memory_pool_ref(int) = delete;             ///< 0 is not a pool
   memory_pool_ref(std::nullptr_t) = delete;  ///< nor is nullptr
 
-  /// The native handle; throws (and valid() is false) for a ref to an owner that holds none.
+  /// The native handle; valid() is false, and get() throws, for a ref to an owner holding none. @{
   cudaMemPool_t get() const { return native("get()"); }
-  bool valid() const noexcept { return !detail::is_state_handle(handle_); }
+  bool valid() const noexcept { return !detail::is_state_handle(handle_); }  ///@}
   /// Where the pool's memory lives (none for managed memory without a preferred location).
   memory_location location() const noexcept { return where_; }
-  /// Pinned (device or pinned host memory) or Managed; Invalid for a bare cudaMemPool_t.
+  /// Pinned (device or pinned host pool) or Managed; Invalid (kind unknown) for a bare handle. @{
   cudaMemAllocationType allocation_type() const noexcept { return type_; }
   bool kind_known() const noexcept { return type_ != cudaMemAllocationTypeInvalid; }
   bool is_device_pool() const noexcept { return is_pinned() && where_.is_device(); }
   bool is_host_pool() const noexcept { return is_pinned() && where_.is_host(); }
-  bool is_managed_pool() const noexcept { return type_ == cudaMemAllocationTypeManaged; }
+  bool is_managed_pool() const noexcept { return type_ == cudaMemAllocationTypeManaged; }  ///@}
   /// True for a pool imported from another process: it cannot allocate.
   bool is_imported() const noexcept { return imported_; }
   /// The maximum size the pool was made with (before CUDA's rounding); 0: none or unknown.
   std::size_t max_size() const noexcept { return max_size_; }
-  /// Bytes the pool keeps after a synchronization before releasing more; never_release: all.
+  /// Bytes the pool keeps after a synchronization before releasing more; never_release: all. @{
   std::size_t release_threshold() const { return size(threshold_); }
   void set_release_threshold(std::size_t bytes) const { set(threshold_, u64(bytes)); }
-  static constexpr std::size_t never_release = ~std::size_t(0);
+  static constexpr std::size_t never_release = ~std::size_t(0);  ///@}
   /// Reuse policies, all on by default: memory freed on another stream once an event orders the
-  /// two; whose free the GPU passed, unordered; or (out of memory) after a pending free.
+  /// two; whose free the GPU passed, unordered; or (out of memory) after a pending free. @{
   bool reuse_follow_event_dependencies() const { return flag(follow_); }
   bool reuse_allow_opportunistic() const { return flag(opportunistic_); }
   bool reuse_allow_internal_dependencies() const { return flag(internal_); }
   void set_reuse_follow_event_dependencies(bool on) const { set(follow_, int(on)); }
   void set_reuse_allow_opportunistic(bool on) const { set(opportunistic_, int(on)); }
-  void set_reuse_allow_internal_dependencies(bool on) const { set(internal_, int(on)); }
-  /// Memory held from the system, and allocated and not yet free: now, and highest since reset.
+  void set_reuse_allow_internal_dependencies(bool on) const { set(internal_, int(on)); }  ///@}
+  /// Bytes held from the system, and allocated and not yet free: now, and highest since reset. @{
   std::size_t reserved_memory() const { return size(cudaMemPoolAttrReservedMemCurrent); }
   std::size_t reserved_memory_high() const { return size(cudaMemPoolAttrReservedMemHigh); }
   std::size_t used_memory() const { return size(cudaMemPoolAttrUsedMemCurrent); }
   std::size_t used_memory_high() const { return size(cudaMemPoolAttrUsedMemHigh); }
   memory_pool_statistics statistics() const {
     return {reserved_memory(), reserved_memory_high(), used_memory(), used_memory_high()};
-  }
+  }  ///@}
   /// Both high watermarks take on the current values.
   void reset_high_watermarks() const {
     set(cudaMemPoolAttrReservedMemHigh, u64(0));
@@ -205,7 +208,7 @@ class memory_pool_ref {
          {"pool", {"bytes to keep", static_cast<long long>(bytes_to_keep)}});
   }
 
-  /// Gives devices this access to all of the pool's memory, present and future.
+  /// Gives devices this access to all of the pool's memory, present and future. @{
   void set_access(curt::device d, pool_access access) const { set_access({d}, access); }
   void set_access(std::initializer_list<curt::device> devices, pool_access access) const {
     cudaMemPool_t pool = native("set_access()");
@@ -214,8 +217,8 @@ class memory_pool_ref {
       call([&] { return cudaMemPoolSetAccess(pool, &one, 1); }, "cudaMemPoolSetAccess",
            {"pool", {"device", d.ordinal()}, {"access", static_cast<long long>(access)}});
     }
-  }
-  /// The access device `d`, the host, or any location has to the pool's memory.
+  }  ///@}
+  /// The access device `d`, the host, or any location has to the pool's memory. @{
   pool_access access(curt::device d) const { return access(memory_location::device(d)); }
   pool_access host_access() const { return access(memory_location::host()); }
   pool_access access(memory_location from) const {
@@ -225,19 +228,19 @@ class memory_pool_ref {
     call([&] { return cudaMemPoolGetAccess(&flags, pool, &at); }, "cudaMemPoolGetAccess",
          {"pool", {"location type", at.type}, {"id", at.id}});
     return static_cast<pool_access>(flags);
-  }
+  }  ///@}
   /// `count` elements of T, for work on `stream` after this call (and on other streams ordered
   /// after it); freed on `stream` by the buffer. Throws curt::out_of_memory past the pool's
-  /// maximum size; refuses a default stream while a green context is current (async_buffer).
+  /// maximum size; refuses a default stream while a green context is current (async_buffer). @{
   template <class T>
   async_buffer<T> allocate(std::size_t count, stream_ref stream) const;
   template <class T>
   async_buffer<T> allocate(std::size_t count, const stream& s) const {
     return detail::async_memory_kind::watching(allocate<T>(count, stream_ref(s)), s);
-  }
+  }  ///@}
 
   /// cuda::mr, CCCL 3.0.1 names: synchronous (see the file comment) and stream-ordered (the free's
-  /// stream ordered after every use); deallocations report failures (CCCL calls them noexcept).
+  /// stream ordered after every use); deallocations report failures (CCCL calls them noexcept). @{
   void* allocate(std::size_t n, std::size_t align) const { return allocate_sync(n, align); }
   void deallocate(void* p, std::size_t n, std::size_t align) const noexcept {
     deallocate_sync(p, n, align);
@@ -252,8 +255,8 @@ class memory_pool_ref {
     } catch (const std::exception& error) {  // a stream that holds none: the memory stays
       detail::report(error);
     }
-  }
-  /// cuda::mr, CCCL 3.1+ names.
+  }  ///@}
+  /// cuda::mr, CCCL 3.1+ names. Allocation alignments: powers of two up to 256 (else it throws). @{
   void* allocate_sync(std::size_t n, std::size_t align = 256) const {
     detail::check_pool_alignment(align, "allocate_sync()");
     cudaMemPool_t pool = native("allocate_sync()");
@@ -285,7 +288,7 @@ class memory_pool_ref {
   }
   void deallocate(stream_ref s, void* p, std::size_t n, std::size_t align = 256) const noexcept {
     deallocate_async(p, n, align, s);
-  }
+  }  ///@}
 
   /// An owned POSIX file descriptor of an exportable() pool (<curt/memory_pool_ipc.hpp>).
   template <class Self = memory_pool_ref>
@@ -293,13 +296,13 @@ class memory_pool_ref {
     return export_memory_pool(static_cast<const Self&>(*this));  // ADL: memory_pool_ipc.hpp
   }
 
-  /// Same pool. (Refs to owners that hold none compare by their state.)
+  /// Same pool. (Refs to owners that hold none compare by their state.) @{
   friend bool operator==(const memory_pool_ref& a, const memory_pool_ref& b) noexcept {
     return a.handle_ == b.handle_;
   }
   friend bool operator!=(const memory_pool_ref& a, const memory_pool_ref& b) noexcept {
     return a.handle_ != b.handle_;
-  }
+  }  ///@}
 
   /// "pool 0x... of device 0 memory, max size ... bytes": for messages.
   CURT_COLD std::string describe() const {
@@ -313,14 +316,15 @@ class memory_pool_ref {
   }
 
  protected:
+  /// get(), naming `operation` in the error it throws.
   cudaMemPool_t native(const char* operation) const {
     return detail::usable_handle(handle_, "curt::memory_pool", operation);
   }
-  cudaMemPool_t handle_;
-  memory_location where_;
-  cudaMemAllocationType type_ = cudaMemAllocationTypeInvalid;
-  bool imported_ = false;
-  std::size_t max_size_ = 0;
+  cudaMemPool_t handle_;                                        ///< get(), or a state (valid())
+  memory_location where_;                                       ///< location()
+  cudaMemAllocationType type_ = cudaMemAllocationTypeInvalid;  ///< allocation_type()
+  bool imported_ = false;                                       ///< is_imported()
+  std::size_t max_size_ = 0;                                    ///< max_size(), in bytes
 
  private:
   using u64 = std::uint64_t;  // the size attributes' type (cuuint64_t)
@@ -399,14 +403,14 @@ class memory_pool
 
  public:
   /// Creates a pool (for device memory, in a context of that device). Host and managed pools
-  /// give devices no access: name them in `accessible_from` (read-write) or call set_access().
+  /// give devices no access: name them in `accessible_from` (read-write) or call set_access(). @{
   explicit memory_pool(const memory_pool_properties& properties)
       : memory_pool(create(properties), properties) {}
   memory_pool(const memory_pool_properties& properties,
               std::initializer_list<curt::device> accessible_from)
       : memory_pool(properties) {
     set_access(accessible_from, pool_access::read_write);
-  }
+  }  ///@}
   /// An empty owner: every use throws until a pool is assigned.
   explicit memory_pool(no_handle_t) noexcept : base(no_handle) {}
 

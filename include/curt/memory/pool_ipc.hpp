@@ -48,7 +48,7 @@ class posix_fd : public detail::unique_handle<detail::fd_handle, detail::fd_trai
   using base = detail::unique_handle<detail::fd_handle, detail::fd_traits>;
 
  public:
-  explicit posix_fd(no_handle_t) noexcept : base(no_handle) {}
+  explicit posix_fd(no_handle_t) noexcept : base(no_handle) {}  ///< Holds none: get() throws.
   /// Takes ownership of an open descriptor (one received over a socket, for instance).
   static posix_fd adopt(int fd) {
     if (fd < 0)
@@ -56,11 +56,9 @@ class posix_fd : public detail::unique_handle<detail::fd_handle, detail::fd_trai
                     "not an open file descriptor", __FILE__, __LINE__);
     return posix_fd(reinterpret_cast<void*>(static_cast<std::uintptr_t>(fd)));
   }
-  /// The descriptor; throws when none is held.
-  int get() const { return fd(native("get()")); }
-  bool valid() const noexcept { return !detail::is_state_handle(handle_); }
-  /// Gives up ownership: the caller closes the returned descriptor.
-  int release() { return fd(base::release()); }
+  int get() const { return fd(native("get()")); }  ///< The descriptor; throws when none is held.
+  bool valid() const noexcept { return !detail::is_state_handle(handle_); }  ///< Holds an fd.
+  int release() { return fd(base::release()); }  ///< Gives up ownership: the caller closes it.
 
  private:
   explicit posix_fd(void* handle) noexcept : base(detail::fd_handle(handle)) {}

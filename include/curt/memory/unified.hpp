@@ -41,11 +41,12 @@ enum class memory_advice {
 /// The locations a range has accessed-by advice for (devices, and the host as host()).
 class location_list {
  public:
+  /// Iteration and size, as a read-only container; operator[] is unchecked. @{
   const memory_location* begin() const noexcept { return items_.begin(); }
   const memory_location* end() const noexcept { return items_.end(); }
   std::size_t size() const noexcept { return items_.size(); }
   bool empty() const noexcept { return items_.empty(); }
-  const memory_location& operator[](std::size_t i) const noexcept { return items_[i]; }
+  const memory_location& operator[](std::size_t i) const noexcept { return items_[i]; }  ///@}
   /// True when `location` is in the list.
   bool contains(memory_location location) const noexcept {
     for (const memory_location& l : *this)

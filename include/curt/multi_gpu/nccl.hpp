@@ -74,6 +74,7 @@ inline const std::error_category& nccl_category() noexcept {
 class nccl_error : public cuda_error {
  public:
   using cuda_error::cuda_error;
+  /// NCCL's result: code().value() as an ncclResult_t.
   ncclResult_t result() const noexcept { return static_cast<ncclResult_t>(code().value()); }
 };
 
@@ -197,14 +198,15 @@ class nccl_communicator_ref {
     nccl_communicator_ref ref(comm);
     return ref.describe(), ref;
   }
-  ncclComm_t get() const { return native("get()"); }
+  ncclComm_t get() const { return native("get()"); }  ///< the native handle; throws if none
+  /// False for a null communicator, or a ref of an owner that holds none (get() throws then).
   bool valid() const noexcept { return handle_ != nullptr && !detail::is_state_handle(handle_); }
-  /// This communicator's rank, the number of ranks, the device this rank runs on.
+  /// This communicator's rank, the number of ranks, the device this rank runs on. @{
   int rank() const { return (void)native("rank()"), rank_; }
   int size() const { return (void)native("size()"), size_; }
   curt::device device() const {
     return (void)native("device()"), curt::device::from_ordinal_unchecked(ordinal_);
-  }
+  }  ///@}
   /// The first asynchronous error NCCL met on this communicator (ncclCommGetAsyncError); no CUDA.
   ncclResult_t async_error() const {
     ncclResult_t error = ncclSuccess;
@@ -212,9 +214,11 @@ class nccl_communicator_ref {
                        "ncclCommGetAsyncError()", __FILE__, __LINE__);
     return error;
   }
+  /// Same communicator handle.
   friend bool operator==(nccl_communicator_ref a, nccl_communicator_ref b) noexcept {
     return a.handle_ == b.handle_;
   }
+  /// Not the same communicator handle.
   friend bool operator!=(nccl_communicator_ref a, nccl_communicator_ref b) noexcept {
     return !(a == b);
   }
@@ -222,7 +226,8 @@ class nccl_communicator_ref {
  protected:
   friend struct detail::nccl_traits;
   friend struct detail::nccl_collectives;
-  explicit nccl_communicator_ref(ncclComm_t comm) noexcept : handle_(comm) {}
+  explicit nccl_communicator_ref(ncclComm_t comm) noexcept : handle_(comm) {}  ///< no NCCL query
+  /// The handle for an NCCL call; throws, naming `operation`, if null or there is none.
   ncclComm_t native(const char* operation) const {
     if (CURT_UNLIKELY(handle_ == nullptr))
       detail::raise(cudaErrorInvalidResourceHandle,
@@ -230,6 +235,7 @@ class nccl_communicator_ref {
                     "the communicator is null", __FILE__, __LINE__);
     return detail::usable_handle(handle_, "curt::nccl_communicator", operation);
   }
+  /// Reads the device, rank and size (ncclCommCuDevice, ncclCommUserRank, ncclCommCount).
   void describe() {
     ncclComm_t comm = native("from_native_handle");
     detail::check(ncclCommCuDevice(comm, &ordinal_), "ncclCommCuDevice", __FILE__, __LINE__);
@@ -237,15 +243,16 @@ class nccl_communicator_ref {
     detail::check(ncclCommCount(comm, &size_), "ncclCommCount", __FILE__, __LINE__);
     cu_device_ = detail::driver_device(ordinal_);
   }
+  /// ncclCommAbort in device `ordinal`'s context; returns NCCL's result.
   static ncclResult_t abort_native(ncclComm_t comm, int ordinal) {
     return detail::nccl_on_device(ordinal, [&] { return ncclCommAbort(comm); });
   }
 
-  ncclComm_t handle_;
-  int ordinal_ = -1;
-  int rank_ = -1;
-  int size_ = 0;
-  CUdevice cu_device_ = -1;  // the driver's handle of device ordinal_ (streams name theirs so)
+  ncclComm_t handle_;        ///< the communicator; a state for an owner that holds none
+  int ordinal_ = -1;         ///< its device (ncclCommCuDevice)
+  int rank_ = -1;            ///< its rank (ncclCommUserRank)
+  int size_ = 0;             ///< the number of ranks (ncclCommCount)
+  CUdevice cu_device_ = -1;  ///< the driver's handle of device ordinal_ (streams name theirs so)
 };
 
 namespace detail {
@@ -307,7 +314,8 @@ class nccl_communicator : public detail::unique_handle<nccl_communicator_ref, de
     }
     return owners;
   }
-  static std::vector<nccl_communicator> create_all() {  ///< over every visible device
+  /// over every visible device
+  static std::vector<nccl_communicator> create_all() {
     const device_range all = devices();
     return create_all(std::vector<curt::device>(all.begin(), all.end()));
   }

@@ -158,6 +158,7 @@ inline bool disable_peer_access(device d, device peer) {
 /// scope ended in either turned it off in both): scopes made in one count with the primary's.
 class peer_access_scope {
  public:
+  /// Turns the access on unless it is on already (enable_peer_access, whose errors it throws).
   peer_access_scope(curt::device d, curt::device peer) : device_(d), peer_(peer) {
     detail::require_two_devices("curt::peer_access_scope", d, peer);
     device_guard guard(d);  // the context enable_peer_access enables in
@@ -187,8 +188,8 @@ class peer_access_scope {
   /// True when creating this scope enabled the access (false: it was on already). The access is
   /// disabled when the last scope over the same context and peer ends, not necessarily this one.
   bool enabled_here() const noexcept { return enabled_; }
-  curt::device device() const noexcept { return device_; }
-  curt::device peer() const noexcept { return peer_; }
+  curt::device device() const noexcept { return device_; }  ///< `d`, whose kernels get the access
+  curt::device peer() const noexcept { return peer_; }  ///< the device whose memory `d` may address
 
  private:
   curt::device device_;
