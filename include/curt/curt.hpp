@@ -6,6 +6,7 @@
 #include <curt/core/context.hpp>
 #include <curt/core/device.hpp>
 #include <curt/core/error.hpp>
+#include <curt/core/version.hpp>
 #include <curt/execution/access_policy.hpp>
 #include <curt/execution/event.hpp>
 #include <curt/execution/green_context.hpp>

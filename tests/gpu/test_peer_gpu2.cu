@@ -159,7 +159,6 @@ TEST_CASE("peer access queries, link attributes and atomic capabilities") {
               link.performance_rank, int(link.access_supported), int(link.native_atomics),
               int(link.partial_native_atomics), int(link.array_access));
 
-#if CUDART_VERSION >= 13000
   const unsigned add = curt::peer_atomic_capabilities(d0, d1, cudaAtomicOperationIntegerAdd);
   const unsigned cas = curt::peer_atomic_capabilities(d0, d1, cudaAtomicOperationCAS);
   std::printf("atomic capabilities 0 -> 1: integer add 0x%x, CAS 0x%x\n", add, cas);
@@ -172,7 +171,6 @@ TEST_CASE("peer access queries, link attributes and atomic capabilities") {
     CHECK(raw_mask != 0xdeadbeefu);
     CHECK(curt::peer_atomic_capabilities(d0, d1, op) == raw_mask);
   }
-#endif
   CHECK(cudaGetLastError() == cudaSuccess);
 }
 
@@ -585,11 +583,9 @@ TEST_CASE("peer errors say what is wrong", "[api-error]") {
       cudaErrorInvalidDevice, {"curt::peer_attribute", "two different devices"});
   curt_test::require_cuda_error([&] { (void)curt::peer_access_scope(d0, d0); },
                                 cudaErrorInvalidDevice, {"two different devices"});
-#if CUDART_VERSION >= 13000
   curt_test::require_cuda_error(
       [&] { (void)curt::peer_atomic_capabilities(d0, d0, cudaAtomicOperationCAS); },
       cudaErrorInvalidDevice, {"curt::peer_atomic_capabilities", "two different devices"});
-#endif
   // A device that does not exist: curt::device refuses it, naming how many there are.
   curt_test::require_cuda_error([&] { (void)curt::device(count); }, cudaErrorInvalidDevice,
                                 {"curt::device(", "CUDA device(s) visible"});
@@ -626,10 +622,8 @@ TEST_CASE("peer queries and access from device 1 (child)", "[.][peer-child]") {
     step("can_access_peer");
     (void)curt::peer_attributes(d1, d0);
     step("peer_attributes");
-#if CUDART_VERSION >= 13000
     (void)curt::peer_atomic_capabilities(d1, d0, cudaAtomicOperationIntegerAdd);
     step("peer_atomic_capabilities");
-#endif
     zero_after_queries = primary_active(0);  // queries make no context of device 0
     if (!path) return;
     {

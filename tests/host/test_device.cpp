@@ -3,6 +3,7 @@
 #include <expect.hpp>
 
 #include <curt/device.hpp>
+#include <curt/version.hpp>
 
 TEST_CASE("device_count never throws and agrees with devices()") {
   int count = -1;
@@ -40,6 +41,23 @@ TEST_CASE("versions decode the runtime's encoding") {
   CHECK(curt::runtime_version().encoded() == CUDART_VERSION);
   curt::version driver = curt::driver_version();
   CHECK((driver.encoded() == 0) == (curt::no_device_reason().rfind("no CUDA driver", 0) == 0));
+}
+
+TEST_CASE("curt's version: the CMake project's, in macros and as a curt::version") {
+  constexpr curt::version v = curt::library_version();
+  STATIC_REQUIRE(v.major == CURT_VERSION_MAJOR);
+  STATIC_REQUIRE(v.minor == CURT_VERSION_MINOR);
+  STATIC_REQUIRE(v.patch == CURT_VERSION_PATCH);
+  STATIC_REQUIRE(CURT_VERSION == v.major * 10000 + v.minor * 100 + v.patch);
+  CHECK(std::to_string(v.major) + "." + std::to_string(v.minor) + "." + std::to_string(v.patch) ==
+        CURT_TEST_PROJECT_VERSION);
+  CHECK(curt::version{0, 1, 2}.to_string() == "0.1.2");
+  CHECK(curt::version{0, 1, 2} > curt::version{0, 1});
+  CHECK(curt::version{0, 1, 2} < curt::version{0, 2});
+  CHECK(curt::version{1, 0} > curt::version{0, 9, 9});
+  CHECK(curt::version{13, 0} != curt::version{13, 0, 1});
+  STATIC_REQUIRE(CURT_CUDA_OLDEST_SUPPORTED <= CURT_CUDA_NEWEST_CHECKED);
+  CHECK(CUDART_VERSION >= CURT_CUDA_OLDEST_SUPPORTED);
 }
 
 TEST_CASE("compute capabilities compare as numbers") {

@@ -1,9 +1,7 @@
-// curt/core/config.hpp: compiler portability macros and the library version.
+// curt/core/config.hpp: compiler portability macros; the library version and the toolkit check.
 #pragma once
 
-#define CURT_VERSION_MAJOR 0
-#define CURT_VERSION_MINOR 1
-#define CURT_VERSION_PATCH 0
+#include <curt/core/version.hpp>
 
 // Branch hints and cold paths keep error handling out of the hot instruction stream.
 #if defined(__GNUC__) || defined(__clang__)

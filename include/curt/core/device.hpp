@@ -5,6 +5,7 @@
 #include <curt/core/atomic.hpp>
 #include <curt/core/driver.hpp>
 #include <curt/core/error.hpp>
+#include <curt/core/version.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -22,31 +23,6 @@
 #include <utility>
 
 namespace curt {
-
-/// A CUDA version such as 13.0, decoded from the runtime's 1000 * major + 10 * minor.
-struct version {
-  int major = 0;  ///< e.g. 12 for CUDA 12.4.
-  int minor = 0;  ///< e.g. 4 for CUDA 12.4.
-
-  /// From the runtime's form (cudaRuntimeGetVersion, cudaDriverGetVersion): 12040 is 12.4.
-  static constexpr version from_encoded(int encoded) noexcept {
-    return {encoded / 1000, encoded % 1000 / 10};
-  }
-  constexpr int encoded() const noexcept { return major * 1000 + minor * 10; }  ///< 12.4 is 12040.
-  std::string to_string() const { return detail::fmt("%d.%d", major, minor); }  ///< e.g. "12.4".
-
-  /// Equal when major and minor are; ordered by major, then minor. @{
-  friend constexpr bool operator==(version a, version b) noexcept {
-    return a.major == b.major && a.minor == b.minor;
-  }
-  friend constexpr bool operator!=(version a, version b) noexcept { return !(a == b); }
-  friend constexpr bool operator<(version a, version b) noexcept {
-    return a.encoded() < b.encoded();
-  }
-  friend constexpr bool operator>(version a, version b) noexcept { return b < a; }
-  friend constexpr bool operator<=(version a, version b) noexcept { return !(b < a); }
-  friend constexpr bool operator>=(version a, version b) noexcept { return !(a < b); }  ///@}
-};
 
 /// The CUDA runtime curt runs on (cudaRuntimeGetVersion).
 inline version runtime_version() {

@@ -224,14 +224,11 @@ inline peer_link peer_attributes(device from, device to) {
   link.access_supported = peer_attribute(from, to, cudaDevP2PAttrAccessSupported) != 0;
   link.native_atomics = peer_attribute(from, to, cudaDevP2PAttrNativeAtomicSupported) != 0;
   link.array_access = peer_attribute(from, to, cudaDevP2PAttrCudaArrayAccessSupported) != 0;
-#if CUDART_VERSION >= 13000
   link.partial_native_atomics =
       peer_attribute(from, to, cudaDevP2PAttrOnlyPartialNativeAtomicSupported) != 0;
-#endif
   return link;
 }
 
-#if CUDART_VERSION >= 13000
 /// Which forms of atomic `operation` the link from `from` to `to` performs natively: a mask of
 /// cudaAtomicOperationCapability bits (cudaAtomicCapabilitySigned, ...Scalar32, ...), 0 for
 /// none (cudaDeviceGetP2PAtomicCapabilities, CUDA 13.0). Read it with peer_link: driver 580 on an
@@ -245,6 +242,5 @@ inline unsigned peer_atomic_capabilities(device from, device to, cudaAtomicOpera
                 {{"operation", operation}, {"device", a}, {"peer", b}}, __FILE__, __LINE__);
   return capabilities;
 }
-#endif
 
 }  // namespace curt
