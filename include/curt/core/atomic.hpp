@@ -1,8 +1,7 @@
-// curt/core/atomic.hpp: the few atomic operations curt's internals need. With GCC and Clang
-// (nvcc's host compilers on Linux) they are the compilers' __atomic builtins on a plain value,
-// because <atomic> alone costs every translation unit that includes curt about 6 % of a
-// translation unit of the CUDA runtime and the std headers (callgrind, g++ 12): more than most of
-// curt's own code. Elsewhere it is std::atomic. Not for users: use std::atomic.
+// curt/core/atomic.hpp: the atomics curt's internals need. With GCC and Clang (nvcc's host
+// compilers on Linux) they are __atomic builtins on a plain value, as <atomic> alone costs each
+// includer about 6 % of a translation unit of the CUDA runtime and std headers (callgrind, g++ 12):
+// more than most of curt's own code. Elsewhere it is std::atomic. Users: use std::atomic.
 #pragma once
 
 #if defined(__GNUC__) || defined(__clang__)

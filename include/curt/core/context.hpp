@@ -1,19 +1,16 @@
 // curt/core/context.hpp: which driver context a call runs in.
 //
-// Runtime calls run in the calling thread's current context, and on a thread with none the
-// runtime first makes the current device's (device 0's) primary context current and leaves it
-// so. curt never lets that happen behind the user's back, and never calls cudaSetDevice (that
-// would make a context on a device the program may never use, and replace a context the user
-// made current). Two types do it, both through the driver's push and pop, so a thread is left
-// exactly as it was (with no context, or with the user's own):
-// - curt::device_guard(d): d's context for a scope: a context of d that is current stays (the
-//   user's own, a green context's), otherwise d's primary context is pushed. Creations, limits,
-//   kernel attributes and occupancy go through it.
+// Runtime calls run in the thread's current context; on a thread with none the runtime first makes
+// the current device's (device 0's) primary context current and leaves it so. curt never lets that
+// happen behind the user's back, and never calls cudaSetDevice (that would make a context on a
+// device the program may never use, and replace a context the user made current). Two types do it
+// via the driver's push and pop, so a thread is left as it was (no context, or the user's own):
+// - curt::device_guard(d): d's context for a scope (a current context of d stays, else d's primary
+//   is pushed); creations, limits, kernel attributes and occupancy go through it.
 // - detail::context_scope: a given context; or, only where no context is current, the one a
 //   stream, a piece of memory or a graph call needs. Calls on streams that the driver runs in
 //   the stream's own context (launch, record, waits, queries, synchronize, destroy) need none.
-// A device's primary context is retained once, the first time curt needs it, and kept for the
-// life of the process (detail::device_table), as CCCL does.
+// Primary contexts are retained when first needed and kept for good (device_table), as CCCL does.
 #pragma once
 
 #include <curt/core/deferred.hpp>
@@ -30,8 +27,7 @@
 namespace curt {
 namespace detail {
 
-// The calling thread's current driver context; null when it has none.
-inline CUcontext current_context() {
+inline CUcontext current_context() {  // the calling thread's current driver context; null when none
   CUcontext context = nullptr;
   CURT_DETAIL_DRIVER_CALL(cuCtxGetCurrent, 4000, &context);
   return context;
@@ -64,8 +60,7 @@ inline bool primary_context_active(int ordinal) {
   return active != 0;
 }
 
-/// Whether `stream` is a default-stream handle (0, legacy, per-thread): it names the stream of
-/// whatever context is current, not a stream of its own.
+/// True for a default-stream handle (0, legacy, per-thread): it names the current context's stream.
 inline bool is_default_stream_handle(cudaStream_t stream) noexcept {
   return stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
 }
@@ -79,8 +74,7 @@ inline CUcontext stream_context(cudaStream_t stream, int* status = nullptr) {
   return result == 0 ? context : nullptr;
 }
 
-/// Whether the current context is a green context's (cuStreamGetGreenCtx of the legacy stream
-/// names it then); false with a driver older than 12.4, which has none.
+/// Whether a green context is current (cuStreamGetGreenCtx, legacy stream); false before 12.4.
 inline bool green_context_current() {
   static const auto get = reinterpret_cast<driver_fn::cuStreamGetGreenCtx_v12040::type>(
       driver_function_or_null("cuStreamGetGreenCtx", 12040));

@@ -3,10 +3,9 @@
 // Host functions and CUDA user objects run on a runtime thread where CUDA calls are not allowed. So
 // what they leave behind waits in one process-wide table until a user thread picks it up:
 // - callables (and values a graph kept) whose captures may own CUDA resources, destroyed at the
-//   next drain: a synchronize() or ready() of a stream, event or device, or a stream's
-//   destruction, points where the user waits or polls anyway (not the middle of other work: a
-//   destruction could invalidate a capture in progress on that thread). Pushing allocates
-//   nothing and takes no lock (safe on the callback thread).
+//   next drain: a synchronize() or ready() of a stream, event or device, or a stream's destruction,
+//   where the user waits or polls anyway (not amid other work: a destruction could invalidate a
+//   capture in progress on that thread). Pushing allocates nothing and takes no lock.
 // - exceptions a host function threw, kept per stream id (cudaStreamGetId: never reused in a
 //   process, unlike handle values and thread ids) until its next synchronize() through curt
 //   rethrows the first; if the stream goes first, to the error handler as a host_function_error.
@@ -170,9 +169,8 @@ inline deferred_work& deferred() {
   return *work;
 }
 
-/// What curt keeps per thread, its one thread_local: the per-thread default streams the thread
-/// used for host functions (they die with the thread: a kept exception then goes to the error
-/// handler) and how many nccl_groups the thread is filling (curt/nccl.hpp).
+/// curt's one thread_local: the per-thread default streams the thread used for host functions (they
+/// die with it: a kept exception then goes to the error handler); its count of open nccl_groups.
 struct thread_state {
   entries<unsigned long long> per_thread_streams;
   int nccl_groups = 0;

@@ -1,5 +1,4 @@
 // curt/core/device.hpp: devices, their properties and limits, the current device, versions.
-// (Contexts, and device_guard, are in curt/core/context.hpp, which this includes.)
 #pragma once
 
 #include <curt/core/atomic.hpp>
@@ -269,8 +268,7 @@ class device {
   /// Free and total memory of this device (queried in its context, core/context.hpp).
   curt::memory_info memory_info() const;
 
-  /// A device limit (stack size, printf FIFO, malloc heap, ...) of this device.
-  std::size_t limit(cudaLimit which) const;
+  std::size_t limit(cudaLimit which) const;  ///< A limit: stack size, printf FIFO, malloc heap, ...
   void set_limit(cudaLimit which, std::size_t value) const;  ///< Sets one (cudaDeviceSetLimit).
 
   /// Waits for all work on the device, then destroys finished host functions, as stream_ref's does.

@@ -75,11 +75,10 @@ inline constexpr int pointer_attribute_context = 1;         // CU_POINTER_ATTRIB
 inline constexpr int pointer_attribute_device_ordinal = 9;  // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
 }  // namespace curt::detail::driver_fn
 
-// The runtime's lookup, under one name in every translation unit. <cuda_runtime_api.h> renames
-// cudaGetDriverEntryPointByVersion to this, its per-thread flavour, in units built with
-// --default-stream per-thread, so an inline function calling it by its usual name would differ
-// between units (and the linker keep one of them). The two differ only in what cudaEnableDefault
-// means; curt never passes that, but names the flavour it wants.
+// The runtime's lookup under one name in every unit: in units built with --default-stream
+// per-thread, <cuda_runtime_api.h> renames cudaGetDriverEntryPointByVersion to this, its per-thread
+// flavour, so an inline function calling it by its usual name would differ between units (the
+// linker keeping one). The two differ only in what cudaEnableDefault means; curt never passes it.
 extern "C" __host__ cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion_ptsz(
     const char* symbol, void** function, unsigned int cuda_version, unsigned long long flags,
     cudaDriverEntryPointQueryResult* status);

@@ -1,6 +1,5 @@
-// curt/core/entries.hpp: the one growable array of curt's internals (its tables, batches, lists),
-// so that every translation unit does not pay for compiling <vector> (nor std::unique_ptr<T[]>,
-// which costs g++ more than this whole class).
+// curt/core/entries.hpp: the one growable array of curt's internals (tables, batches, lists): no
+// translation unit pays for <vector> (nor std::unique_ptr<T[]>, costlier for g++ than this class).
 #pragma once
 
 #include <cstddef>

@@ -6,9 +6,8 @@
 // failures are curt::out_of_memory, catchable on their own. Errors that cannot be thrown (in a
 // destructor, in a host function nobody synchronizes with) go to one handler, set_error_handler.
 //
-// Inside, four functions do all of it: detail::check (throws for a failed status), throw_error
-// (the one throw path for CUDA's failures), raise (for mistakes curt finds before calling CUDA)
-// and report (for destructors: never throws).
+// Inside: detail::check (throws on failure), throw_error (the one throw path for CUDA's failures),
+// raise (mistakes curt finds before calling CUDA) and report (for destructors: never throws).
 #pragma once
 
 #include <curt/core/atomic.hpp>
@@ -70,10 +69,9 @@ class driver_category_impl final : public std::error_category {
   }
 };
 
-/// What a status enum of another API than the runtime means to curt: a specialization gives its
-/// error category (category()), the exception that reports it (error) and anything the API says
-/// about its last failure (explain()). <curt/driver.hpp> makes one for CUresult (this header
-/// does not include <cuda.h>), <curt/nccl.hpp> for ncclResult_t.
+/// Another API's status enum: a specialization gives its error category (category()), its exception
+/// type (error) and what the API says of its last failure (explain()). <curt/driver.hpp> makes one
+/// for CUresult (this header does not include <cuda.h>), <curt/nccl.hpp> for ncclResult_t.
 template <class E>
 struct status_traits;
 template <class E, class = void>
@@ -155,10 +153,9 @@ class cuda_error : public std::system_error {
         return false;
     }
   }
-  /// "file:line" of the check that threw; empty when unknown.
+  /// "file:line" of the check that threw, and what the driver's log said of it; empty if none. @{
   const std::string& where() const noexcept { return where_; }
-  /// What the driver's error log said about this failure; empty when it said nothing.
-  const std::string& driver_log() const noexcept { return driver_log_; }
+  const std::string& driver_log() const noexcept { return driver_log_; }  ///@}
 
  private:
   std::string call_;
@@ -214,8 +211,7 @@ inline std::string location(const char* file, int line) {
   return file ? fmt("%s:%d", file, line) : std::string();
 }
 
-// The part of throw_error below that does not depend on `explain` (compiled once per Error).
-template <class Error>
+template <class Error>  // throw_error's part independent of `explain` (compiled once per Error)
 [[noreturn]] CURT_COLD void throw_explained(std::error_code code, std::string& call,
                                             const char* file, int line, std::string& explanation,
                                             std::string& log) {
@@ -308,9 +304,8 @@ void check(Status status, const char* call, const char* file, int line) {
           [] { return traits::explain(); });
   }
 }
-/// The same, naming the call's arguments: check(status, "cudaDeviceGetLimit", {{"limit", which},
-/// {"device", ordinal}}, __FILE__, __LINE__) (a list, not a lambda per call site: every file that
-/// includes curt compiles these calls).
+/// With the arguments: check(status, "cudaDeviceGetLimit", {{"limit", which}, {"device", ordinal}},
+/// __FILE__, __LINE__) (a list, not a lambda per call site: every includer compiles these).
 inline void check(cudaError_t status, const char* function,
                   std::initializer_list<call_argument> arguments, const char* file, int line) {
   if (CURT_UNLIKELY(status != cudaSuccess))
@@ -365,8 +360,7 @@ inline error_handler set_error_handler(error_handler handler) noexcept {
   return detail::error_handler_slot().exchange(handler);
 }
 
-/// Throws curt::cuda_error (or curt::out_of_memory) with the expression's text and location
-/// when `expr`, a cudaError_t or CUresult, is not success.
+/// If `expr` (a cudaError_t or CUresult) fails, throws cuda_error (or out_of_memory) naming it.
 #define CURT_CHECK(expr) ::curt::detail::check((expr), #expr, __FILE__, __LINE__)
 
 }  // namespace curt

@@ -23,8 +23,7 @@ inline constexpr no_handle_t no_handle{};
 
 namespace detail {
 
-// Values at the very top of the address space, which no runtime handle takes (and distinct
-// from cudaStreamLegacy = 1 and cudaStreamPerThread = 2).
+// Top-of-address-space values: never a runtime handle, cudaStreamLegacy (1) or PerThread (2).
 enum class handle_state : std::uintptr_t {
   freed = ~std::uintptr_t(0) - 3,  // memory owners only: freed explicitly (free())
   empty = ~std::uintptr_t(0) - 2,

@@ -1,6 +1,5 @@
-// curt/execution/event.hpp: CUDA events (owning curt::event, curt::timed_event for timing,
-// non-owning curt::event_ref), elapsed time as std::chrono durations (curt::stream_timer, in
-// stream.hpp, times a region of a stream).
+// curt/execution/event.hpp: CUDA events (owning curt::event and timed_event, non-owning event_ref),
+// elapsed time as std::chrono durations (stream.hpp's stream_timer times a region).
 //
 // Recording, waiting, queries, timing and destruction go through the driver, which runs them in
 // the event's own context: they need no current context and make none current. A failure keeps
@@ -66,10 +65,9 @@ class event_ref {
   event_ref(int) = delete;                                     ///< 0 is not an event
   event_ref(std::nullptr_t) = delete;                          ///< nor is nullptr
 
-  /// The native handle; throws when this refers to an empty, moved-from or released owner.
+  /// The native handle; get() throws and valid() is false for a ref of an owner holding none. @{
   cudaEvent_t get() const { return native("get()"); }
-  /// False for a ref to an empty, moved-from or released owner.
-  bool valid() const noexcept { return !detail::is_state_handle(handle_); }
+  bool valid() const noexcept { return !detail::is_state_handle(handle_); }  ///@}
 
   /// Captures the work submitted so far to `stream`, which must be of the event's device and
   /// context. 0 means the calling translation unit's default stream, as for stream_ref.
@@ -171,8 +169,7 @@ class event : public detail::unique_handle<event_ref, detail::event_traits> {
                   {{"flags", native_flags}, {"device", d.ordinal()}}, __FILE__, __LINE__);
     handle_ = created;
   }
-  /// An empty owner: every use throws until an event is assigned.
-  explicit event(no_handle_t) noexcept : base(no_handle) {}
+  explicit event(no_handle_t) noexcept : base(no_handle) {}  ///< An empty owner: every use throws.
 
   /// Takes ownership of a native event (not null).
   static event from_native_handle(cudaEvent_t handle) {

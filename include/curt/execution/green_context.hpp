@@ -11,14 +11,13 @@
 // Sets of SMs and splits are green_resources.hpp's. A partition is not a reservation (work on
 // ordinary streams still runs on every SM), and it splits SMs, not memory bandwidth.
 //
-// make_stream() returns a curt::stream (non-blocking: the driver's rule) that every curt API
-// takes; a graph captured there stays on the partition wherever it is launched. Such streams
-// keep their green context alive (the driver requires streams to go first): it is destroyed when
-// the owner and every such stream are gone, in any order (a released stream keeps it for good).
-// Everything else made in it (streams, events, memory made while context() was current, graphs
-// captured on its streams) must not outlive it, as CUDA requires. On a thread with no current
-// context, curt's calls that need one make the green context current for the call only (the
-// driver lets it be current on one thread at a time).
+// make_stream() returns a curt::stream (non-blocking: the driver's rule) that curt APIs take; a
+// graph captured there stays on the partition wherever it is launched. Such streams keep their
+// green context alive (the driver requires streams to go first): it is destroyed when the owner and
+// every such stream are gone, in any order (a released stream keeps it for good). Everything else
+// made in it (streams, events, memory made while context() was current, graphs captured on its
+// streams) must not outlive it (CUDA's rule). With no current context, curt's calls needing one
+// make it current for the call only (the driver lets it be current on one thread at a time).
 //
 // Driver functions come through entry points with the ABI each needs (12040; 12050 for
 // cuGreenCtxStreamCreate, 12090 for cuGreenCtxGetId). No <cuda.h> here (a tenth of a
@@ -132,21 +131,18 @@ class green_context_ref {
   /// current: what they make belongs to it (the caller's to destroy before it goes).
   CUcontext context() const { return detail::green_driver_context(native("context()")); }
 
-  /// Records in `e` all work submitted to this green context's streams so far
-  /// (cuGreenCtxRecordEvent). `e` must be an event of the same device.
+  /// Records in `e` all work so far on its streams (cuGreenCtxRecordEvent); `e` of the same device.
   void record(event_ref e) const { event_call(true, e); }
-  /// Later work on every stream of this green context waits for the work `e` captured
-  /// (cuGreenCtxWaitEvent); `e` may be of any context or device.
+  /// Its streams' later work waits for `e` (cuGreenCtxWaitEvent), of any context or device.
   void wait(event_ref e) const { event_call(false, e); }
 
-  /// Same handle. Refs of owners that hold none compare by their state.
+  /// Same handle. Refs of owners that hold none compare by their state. @{
   friend bool operator==(const green_context_ref& a, const green_context_ref& b) noexcept {
     return a.handle_ == b.handle_;
   }
-  /// Not the same handle.
   friend bool operator!=(const green_context_ref& a, const green_context_ref& b) noexcept {
     return !(a == b);
-  }
+  }  ///@}
 
  protected:
   green_context_ref(CUgreenCtx handle, int ordinal, std::nullptr_t) noexcept
@@ -258,8 +254,7 @@ class green_context
       detail::throw_error(std::error_code(status, driver_category()),
                           detail::fmt("cuDevResourceGenerateDesc for %s", call.c_str()), __FILE__,
                           __LINE__, detail::green_reason(status));
-    // The green context retains the primary context, which curt keeps active: one that is
-    // inactive would be made and destroyed with each green context.
+    // A green context retains the primary context: kept active here, it is not remade for each.
     (void)detail::primary_context(device_);
     CUgreenCtx created = nullptr;
     status = CURT_DETAIL_DRIVER_FUNCTION(cuGreenCtxCreate, 12040)(

@@ -232,8 +232,7 @@ class sm_resource {
   sm_resource(const detail::driver_fn::dev_resource& native_resource, int ordinal,
               sm_resource_kind kind, unsigned long long split, unsigned index) noexcept
       : native_(native_resource), tag_{ordinal, split, kind, index, native_resource.sm_count} {}
-  // "curt::sm_resource::split(2 groups of at least 8 SMs, exact) of the whole set of ..."; a
-  // `groups` of -1 leaves the groups out (max_groups).
+  // "curt::sm_resource::split(2 groups of at least 8 SMs, exact) of ..."; `groups` -1: left out.
   CURT_COLD std::string describe(const char* operation, long groups, unsigned min_sm_count,
                                  sm_split_flags flags, bool exact) const {
     std::string text = detail::fmt("curt::sm_resource::%s(", operation);
@@ -298,8 +297,7 @@ class sm_split {
   sm_split_flags flags_;
 };
 
-/// Every SM of device `d` (cuDeviceGetDevResource): SM count, minimum partition size,
-/// co-scheduling alignment; the start of every split.
+/// Every SM of `d` (cuDeviceGetDevResource): SM count, minimum partition, alignment; split from it.
 inline sm_resource device_sm_resource(curt::device d) {
   detail::driver_fn::dev_resource native{};
   const int status = CURT_DETAIL_DRIVER_FUNCTION(cuDeviceGetDevResource, 12040)(

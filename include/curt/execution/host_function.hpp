@@ -55,8 +55,7 @@ struct host_task : deferred_task {
   }
 };
 
-// Ties `owned` to `graph` through a user object (destroyed on a user thread: deferred()), which
-// goes to `*object_out` if asked for.
+// Ties `owned` to `graph` (a user object, into `*object_out` if asked); destroyed on a user thread.
 template <class Task>
 Task& retain_in_graph(cudaGraph_t graph, std::unique_ptr<Task> owned,
                       cudaUserObject_t* object_out = nullptr) {

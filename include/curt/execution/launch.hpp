@@ -3,12 +3,11 @@
 //   curt::launch(stream, curt::launch_config(grid, block).cluster_dims(2), kernel, args...);
 //   curt::launch(stream, config, [=] __device__ (int n) { ... }, n);  // nvcc --extended-lambda
 //
-// Arguments are checked against the kernel's parameters at compile time. A refused launch
-// becomes a curt::cuda_error that names the kernel and its configuration and, for the common
-// mistakes (block too large, grid not a multiple of the cluster, too much shared memory, a
-// cooperative grid larger than the device, or the stream's green context, holds), the numbers
-// involved. That diagnosis runs only after the driver refuses, so a successful launch costs
-// exactly what cudaLaunchKernelEx costs. Programmatic dependent launch is off unless asked for.
+// Arguments are checked against the kernel's parameters at compile time. A refused launch throws a
+// cuda_error naming the kernel and its configuration and, for the common mistakes (block too large,
+// grid not a multiple of the cluster, too much shared memory, a cooperative grid larger than the
+// device or green context holds), the numbers involved. The diagnosis runs only after a refusal:
+// success costs only cudaLaunchKernelEx. Programmatic dependent launch is off unless asked for.
 //
 // The launch itself is the driver's cuLaunchKernelEx of the kernel's context-independent handle
 // (cudaGetKernel): the driver runs it in the stream's own context, so a thread with no current
@@ -46,8 +45,7 @@ struct launch_config {
   const cudaLaunchAttribute* attributes;
   unsigned attribute_count;
 };
-// CUdevResource of the 12040 ABI (144 bytes): type, 92 bytes, then CUdevSmResource in a 48-byte
-// union. (Green contexts use it too.)
+// CUdevResource of the 12040 ABI (144 bytes): type, 92 bytes, CUdevSmResource in a 48-byte union.
 struct dev_resource {
   int type;
   unsigned char padding[92];
@@ -130,8 +128,7 @@ class launch_config {
     v.programmaticEvent.triggerAtBlockStart = trigger_at_block_start;
     return *this;
   }
-  /// Records `e` when all blocks have started (they may still be running; the driver calls this
-  /// best effort). `e` must not record timing.
+  /// Records `e` once all blocks have started (driver's best effort); `e` must not record timing.
   launch_config& launch_completion_event(event_ref e) {
     cudaEvent_t event = e.get();
     slot(cudaLaunchAttributeLaunchCompletionEvent).launchCompletionEvent.event = event;
@@ -209,11 +206,9 @@ inline unsigned long long volume(dim3 d) {
   return static_cast<unsigned long long>(d.x) * d.y * d.z;
 }
 
-// The launch error path below is templates over the config's type (always cudaLaunchConfig_t):
-// compiled only in translation units that launch, not in every file that includes curt.
+// The error path is templates (Config: cudaLaunchConfig_t): only units that launch compile it.
 
-// The kernel's name as written in the source (demangled where the compiler lets us).
-template <class Kernel>
+template <class Kernel>  // the kernel's name as in the source (demangled if the compiler lets us)
 std::string kernel_name(Kernel kernel) {
   const char* name = nullptr;
   if (cudaFuncGetName(&name, kernel) != cudaSuccess || !name) {
@@ -365,8 +360,7 @@ std::string explain_launch_failure(const Config& config, const void* kernel) {
     int per_sm = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(threads),
                                                       config.dynamicSmemBytes) == cudaSuccess) {
-      // On a green stream only the green context's SMs count.
-      const unsigned green = green_sm_count(config.stream);
+      const unsigned green = green_sm_count(config.stream);  // green stream: only its SMs count
       const unsigned sms = green ? green : static_cast<unsigned>(p.multiProcessorCount);
       unsigned long long fit = static_cast<unsigned long long>(per_sm) * sms;
       if (blocks > fit)
@@ -489,8 +483,7 @@ __global__ void functor_kernel(Function function, Args... args) {
                 "and Args in the instantiation below");
   if constexpr (std::is_invocable_v<Function&, Args&...>) function(args...);
 }
-// Selects the overloads for a function object (not a function, nor a pointer to one).
-template <class F>
+template <class F>  // picks the overloads for a function object (not a function or pointer to one)
 using if_functor = std::enable_if_t<
     !std::is_pointer_v<std::decay_t<F>> && !std::is_function_v<std::remove_reference_t<F>>, int>;
 }  // namespace detail

@@ -1,16 +1,14 @@
 // curt/execution/stream.hpp: streams (owning curt::stream, non-owning stream_ref), stream_timer.
 //
-// stream_ref converts implicitly to cudaStream_t, so curt streams go straight into Thrust, CUB and
-// any raw API, and is built implicitly from a cudaStream_t or from CCCL's cuda::stream_ref. The
-// path to cuda::stream_ref is explicit (cccl(), with <curt/cccl.hpp>), because implicit
-// conversions to both would make calls that accept either ambiguous.
+// stream_ref converts implicitly to cudaStream_t (straight into Thrust, CUB and any raw API) and
+// from a cudaStream_t or CCCL's cuda::stream_ref; to cuda::stream_ref only explicitly (cccl(), with
+// <curt/cccl.hpp>), as implicit conversions to both would make calls accepting either ambiguous.
 //
-// Default streams have two spellings only: stream_ref::legacy_default() and per_thread_default().
-// A stream_ref cannot be made from a literal 0 or nullptr; a cudaStream_t that is 0 at run time is
-// stored as the default stream it means in the translation unit that builds the ref (per-thread
-// under --default-stream per-thread), so a ref never holds 0 and means the same everywhere.
-// An owner that holds no stream (empty, moved-from or released) is never the default stream:
-// every operation on it, or on a ref made from it, throws a cuda_error that says which.
+// Default streams: only stream_ref::legacy_default() and per_thread_default(); a literal 0 or
+// nullptr is no stream_ref. A cudaStream_t that is 0 at run time becomes the default stream it
+// means in the translation unit building the ref (per-thread under --default-stream per-thread), so
+// a ref never holds 0 and means the same everywhere. An owner holding no stream (empty, moved-from,
+// released) is never the default stream: using it or a ref to it throws a cuda_error saying which.
 //
 // Synchronize, query, waits, records and destruction go through the driver, which runs them in
 // the stream's own context: on a thread with no current context they make none current.
@@ -129,10 +127,9 @@ class stream_ref {
   stream_ref(int) = delete;             ///< 0 is not a stream: say legacy_default()
   stream_ref(std::nullptr_t) = delete;  ///< nor is nullptr
 
-  /// The legacy default stream (synchronizes with blocking streams of its device).
+  /// Default streams: legacy (synchronizes with its device's blocking streams), the thread's. @{
   static stream_ref legacy_default() noexcept { return stream_ref(cudaStreamLegacy); }
-  /// The calling thread's default stream.
-  static stream_ref per_thread_default() noexcept { return stream_ref(cudaStreamPerThread); }
+  static stream_ref per_thread_default() noexcept { return stream_ref(cudaStreamPerThread); }  ///@}
 
   /// The native handle; throws when this refers to an empty, moved-from or released owner. @{
   cudaStream_t get() const { return native("get()"); }
@@ -184,8 +181,7 @@ class stream_ref {
   /// context, destroyed after the wait (about a microsecond more). Waiting on itself does nothing.
   inline void wait(const stream& other) const;
   void wait(stream_ref other) const { wait(other, nullptr); }  ///@}
-  /// Records `e` on this stream.
-  void record(event_ref e) const { e.record(*this); }
+  void record(event_ref e) const { e.record(*this); }  ///< Records `e` on this stream.
 
   /// Runs `function()` on a runtime thread once the work before it is done; under capture, on
   /// every launch of the graph. See the file comment for its exceptions and its lifetime.
@@ -252,48 +248,44 @@ class stream_ref {
                  "cudaStreamIsCapturing(stream)") == cudaStreamCaptureStatusActive;
   }
 
-  /// How a thread waits in synchronize(): spin, yield or block.
+  /// Sets or returns how a thread waits in synchronize(): spin, yield or block. @{
   void set_synchronization_policy(cudaSynchronizationPolicy policy) const {
     set_attribute(cudaStreamAttributeSynchronizationPolicy, &cudaStreamAttrValue::syncPolicy,
                   policy, "synchronization policy");
   }
-  /// The policy in effect (cudaStreamAttributeSynchronizationPolicy).
   cudaSynchronizationPolicy synchronization_policy() const {
     return attribute(cudaStreamAttributeSynchronizationPolicy, "synchronization policy").syncPolicy;
-  }
-  /// L2 persistence for kernels launched on this stream.
+  }  ///@}
+  /// Sets or returns the L2 access-policy window of kernels on this stream (0 bytes: none). @{
   void set_access_policy_window(const access_policy_window& window) const {
     set_attribute(cudaStreamAttributeAccessPolicyWindow, &cudaStreamAttrValue::accessPolicyWindow,
                   window.native(), "access policy window");
   }
-  /// The window set on the stream (cudaStreamAttributeAccessPolicyWindow); 0 bytes if none.
   access_policy_window get_access_policy_window() const {
     return access_policy_window::from_native(
         attribute(cudaStreamAttributeAccessPolicyWindow, "access policy window")
             .accessPolicyWindow);
-  }
+  }  ///@}
   /// Removes the access-policy window (an empty window).
   void reset_access_policy_window() const { set_access_policy_window(access_policy_window{}); }
-  /// Memory synchronization domain of work on this stream (cudaLaunchMemSyncDomainDefault/Remote).
+  /// Sets or returns the memory synchronization domain of work on this stream (Default, Remote). @{
   void set_memory_sync_domain(cudaLaunchMemSyncDomain domain) const {
     set_attribute(cudaStreamAttributeMemSyncDomain, &cudaStreamAttrValue::memSyncDomain, domain,
                   "memory sync domain");
   }
-  /// The domain of work on this stream (cudaStreamAttributeMemSyncDomain).
   cudaLaunchMemSyncDomain memory_sync_domain() const {
     return attribute(cudaStreamAttributeMemSyncDomain, "memory sync domain").memSyncDomain;
-  }
-  /// Maps the logical default/remote domains to hardware domains.
+  }  ///@}
+  /// Sets or returns the map of the logical default/remote domains to hardware domains. @{
   void set_memory_sync_domain_map(unsigned char default_domain, unsigned char remote_domain) const {
     set_attribute(cudaStreamAttributeMemSyncDomainMap, &cudaStreamAttrValue::memSyncDomainMap,
                   cudaLaunchMemSyncDomainMap{default_domain, remote_domain},
                   "memory sync domain map");
   }
-  /// The logical-to-hardware domain map (cudaStreamAttributeMemSyncDomainMap).
   cudaLaunchMemSyncDomainMap memory_sync_domain_map() const {
     return attribute(cudaStreamAttributeMemSyncDomainMap, "memory sync domain map")
         .memSyncDomainMap;
-  }
+  }  ///@}
 
   /// Same stream handle. Refs of owners that hold no stream compare by their state. @{
   friend bool operator==(stream_ref a, stream_ref b) noexcept { return a.handle_ == b.handle_; }
@@ -320,8 +312,7 @@ class stream_ref {
  private:
   friend class stream;
   friend struct detail::stream_traits;
-  // A runtime query of the stream, in its context where none is current.
-  template <class Query, class Value>
+  template <class Query, class Value>  // a runtime query in the stream's context if none is current
   Value query(Query function, Value& value, const char* operation, const char* call) const {
     cudaStream_t h = native(operation);
     detail::context_scope in(detail::for_stream, h);
@@ -447,8 +438,7 @@ class stream
   }
   /// A stream of `d` with `priority` and the default flags (non-blocking).
   stream(curt::device d, int priority) : stream(d, stream_flags::non_blocking, priority) {}
-  /// An empty owner: every use throws until a stream is assigned.
-  explicit stream(no_handle_t) noexcept : base(no_handle) {}
+  explicit stream(no_handle_t) noexcept : base(no_handle) {}  ///< An empty owner: every use throws.
 
   /// Takes ownership of a native stream (not a default stream, not null).
   static stream from_native_handle(cudaStream_t handle) { return adopt(handle, nullptr); }
@@ -465,7 +455,6 @@ class stream
     s.own(handle);
     return s;
   }
-  // Takes `handle` and makes its wait event; on failure the stream is destroyed again.
   void own(cudaStream_t handle) {
     handle_ = handle;
     state_.wait_event = detail::make_wait_event(handle);  // on failure the destructor frees it
@@ -495,8 +484,7 @@ inline void detail::stream_traits::destroy(stream_ref& s, stream_state& state) {
 inline stream detail::adopt_stream(cudaStream_t handle, shared_state* hold) {
   return stream::adopt(handle, hold);
 }
-// A released stream keeps what it holds for good (its green context: the caller destroys the
-// stream); its wait event is only the owner's.
+// A released stream keeps its hold (green context) for good; its wait event was only the owner's.
 inline void detail::stream_traits::release(stream_state& state) {
   if (state.wait_event)
     report(CURT_DETAIL_DRIVER_FUNCTION(cuEventDestroy, 4000)(state.wait_event),
@@ -508,8 +496,7 @@ inline void detail::stream_traits::release(stream_state& state) {
 /// Without blocking: timer.record_stop(); ... poll timer.ready() ...; auto ms = timer.elapsed();
 class stream_timer {
  public:
-  /// A timer of a temporary owner would outlive its stream.
-  explicit stream_timer(stream&&) = delete;
+  explicit stream_timer(stream&&) = delete;  ///< A temporary owner's stream would die first.
   /// Makes two timing events in s's context and records the start on `s` now.
   explicit stream_timer(stream_ref s)
       : stream_(s), start_(timing_event(s)), stop_(timing_event(s)) {

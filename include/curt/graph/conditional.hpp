@@ -48,9 +48,8 @@ class conditional_handle : public detail::device_value<cudaGraphConditionalHandl
   }
 
  private:
-  // CUDA assigns the default value only when asked (cudaGraphCondAssignDefault); without it a
-  // node starts each launch with whatever the last one left (a WHILE loop that ended: 0). curt
-  // always asks: a default value given is one that takes effect.
+  // CUDA sets the default value only if asked (cudaGraphCondAssignDefault), else each launch starts
+  // with the last one's value (0 after a WHILE loop that ended); curt always asks.
   static conditional_handle make(cudaGraph_t graph, unsigned default_value,
                                  conditional_flags flags) {
     cudaGraphConditionalHandle handle = 0;

@@ -257,8 +257,7 @@ updatable_kernel_node<Params...> add_device_updatable_kernel_node(
   }
   return {};
 }
-/// Launches `kernel` on `capturing`, a stream being captured, as curt::launch does, into a
-/// device-updatable node (a stream that is not capturing is refused).
+/// As curt::launch on `capturing` (refused unless it is capturing), into a device-updatable node.
 template <class... Params, class... Args>
 updatable_kernel_node<Params...> launch_device_updatable(stream_ref capturing,
                                                          const launch_config& config,

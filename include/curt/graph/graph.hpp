@@ -166,8 +166,7 @@ inline void refuse_device_updatable_copy(cudaGraph_t graph, const char* operatio
   if (CURT_LIKELY(!device_updatable_nodes_made().load(order::relaxed))) return;
   refuse_device_updatable_count(census(graph).device_updatable, operation, remedy);
 }
-// What the handles kernels take by value (device_graph, device_node, conditional_handle) share:
-// a native value, compared by value.
+// The base of handles kernels take by value (device_graph, device_node, conditional_handle).
 template <class Native>
 class device_value {
  public:
@@ -251,8 +250,7 @@ class graph_ref {
   cudaGraph_t get() const { return native("get()"); }
   bool valid() const noexcept { return !detail::is_state_handle(handle_); }  ///@}
 
-  /// A copy (not of a graph with memory, conditional or device-updatable kernel nodes).
-  inline graph clone() const;
+  inline graph clone() const;  ///< A copy (not with memory, conditional or device-updatable nodes).
   /// An executable graph; a failure names the result and the node the driver blames, if any.
   inline graph_exec instantiate(instantiate_flags flags = instantiate_flags::none) const;
   /// The same, uploaded on `upload_stream` so that the first launch does not pay for it.
@@ -347,8 +345,7 @@ class graph : public detail::unique_handle<graph_ref, detail::graph_traits> {
     detail::check(cudaGraphCreate(&created, 0), "cudaGraphCreate", __FILE__, __LINE__);
     return graph(created);
   }
-  /// An empty owner: every use throws until one is assigned.
-  explicit graph(no_handle_t) noexcept : base(no_handle) {}
+  explicit graph(no_handle_t) noexcept : base(no_handle) {}  ///< An empty owner: every use throws.
   /// Takes ownership of a native graph (not null).
   static graph from_native_handle(cudaGraph_t handle) {
     if (handle == nullptr || detail::is_state_handle(handle))
@@ -427,14 +424,13 @@ class graph_exec_ref {
                   __LINE__);
     return static_cast<instantiate_flags>(value);
   }
-  /// Same executable-graph handle. Refs of owners that hold none compare by their state.
+  /// Same executable-graph handle. Refs of owners that hold none compare by their state. @{
   friend bool operator==(graph_exec_ref a, graph_exec_ref b) noexcept {
     return a.handle_ == b.handle_;
   }
-  /// Not the same executable-graph handle.
   friend bool operator!=(graph_exec_ref a, graph_exec_ref b) noexcept {
     return a.handle_ != b.handle_;
-  }
+  }  ///@}
 
  protected:
   /// The handle for a CUDA call; throws, naming `operation`, when there is none.
@@ -492,8 +488,7 @@ class graph_exec
   using base = detail::unique_handle<graph_exec_ref, detail::graph_exec_traits, detail::exec_state>;
 
  public:
-  /// An empty owner: every use throws until one is assigned.
-  explicit graph_exec(no_handle_t) noexcept : base(no_handle) {}
+  explicit graph_exec(no_handle_t) noexcept : base(no_handle) {}  ///< An empty owner: uses throw.
   /// Takes ownership of a native executable graph (not null).
   static graph_exec from_native_handle(cudaGraphExec_t handle) {
     if (handle == nullptr || detail::is_state_handle(handle))
@@ -526,8 +521,7 @@ struct graph_exec_traits {
   }
   static void release(exec_state& state) noexcept { state.keep_in_graph(); }
 };
-// For the other graph headers: handles of refs, naming the operation when a ref holds none.
-struct graph_access {
+struct graph_access {  // for other graph headers: refs' handles, naming the operation if none
   static cudaGraph_t handle(graph_ref g, const char* operation) { return g.native(operation); }
   static cudaGraphExec_t handle(graph_exec_ref e, const char* operation) {
     return e.native(operation);

@@ -31,14 +31,13 @@ class graph_node {
   /// As a dependency of a new node: a plain (full completion) edge.
   operator graph_dependency() const noexcept { return graph_dependency{node_, {}}; }  // NOLINT
 
-  /// Same node handle.
+  /// Same node handle. @{
   friend constexpr bool operator==(graph_node a, graph_node b) noexcept {
     return a.node_ == b.node_;
   }
-  /// Not the same node handle.
   friend constexpr bool operator!=(graph_node a, graph_node b) noexcept {
     return a.node_ != b.node_;
-  }
+  }  ///@}
 
  private:
   cudaGraphNode_t checked(const char* operation) const {

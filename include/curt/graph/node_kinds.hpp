@@ -371,8 +371,7 @@ inline cudaGraphNodeParams conditional_node_params(cudaGraphConditionalHandle ha
   return p;
 }
 
-// CUDA's instantiation and update results, and what each means.
-struct result_text {
+struct result_text {  // CUDA's instantiation and update results, and what each means
   const char* name;
   const char* reason;
 };
@@ -427,8 +426,7 @@ CURT_COLD inline std::string describe_update_refusal(cudaGraphExecUpdateResult r
   if (!from_node.empty()) text += fmt(", whose dependency on %s does not match", from_node.c_str());
   return text;
 }
-// What makes CUDA allow a graph one executable graph at a time.
-struct single_exec_nodes {
+struct single_exec_nodes {  // what makes CUDA allow a graph one executable graph at a time
   std::size_t conditional = 0, memory = 0, device_updatable = 0;
 };
 // "; the graph holds 1 conditional node(s): CUDA allows ..."; empty for other graphs.

@@ -1,5 +1,4 @@
-// curt/graph/node_update.hpp: changes to one node of an executable graph, without a new graph or
-// instantiation, and switching nodes off and on.
+// curt/graph/node_update.hpp: in-place changes to an executable graph's node; nodes off and on.
 //
 //   curt::update_kernel_node(exec, k, config, saxpy, 3.0f, x, y, n);  // checked like launch
 //   curt::update_memcpy_node(exec, copy, other_dst, other_src);        // typed, sizes checked

@@ -64,8 +64,7 @@ struct async_memory_kind {
   static constexpr bool host_iterable = false;
   using place = free_place;
   static void free(void* p, const free_place& where) { free_async(p, where); }
-  // A buffer that frees on a curt::stream owner keeps that stream until it is freed.
-  template <class Buffer>
+  template <class Buffer>  // a buffer freeing on a curt::stream owner keeps that stream until freed
   static Buffer watching(Buffer buffer, const curt::stream& s) {
     buffer.place_.end = s.state_.end;
     return buffer;
@@ -74,13 +73,12 @@ struct async_memory_kind {
 }  // namespace detail
 
 /// `size()` elements of T (not initialized), freed on its stream when destroyed (cudaFreeAsync,
-/// after the work queued there before, and after other streams' work given to free_after).
-/// A curt::stream owner destroyed first lives on until its buffers are freed; a raw stream
-/// (stream_ref) must outlive them. Move-only; an empty, moved-from, released or freed buffer
-/// holds nothing and says which. A default stream's buffer frees on that default stream of the
-/// context it was allocated in (the per-thread one is the destroying thread's: free(stream) one
-/// made on another thread). While a green context is current, a default stream is refused: use a
-/// stream of green_context::make_stream().
+/// after the work queued there before and other streams' work given to free_after). A curt::stream
+/// owner destroyed first lives on until its buffers are freed; a raw stream (stream_ref) must
+/// outlive them. Move-only; an empty, moved-from, released or freed buffer holds nothing and says
+/// which. A default stream's buffer frees on that default stream of the context it was allocated in
+/// (the per-thread one is the destroying thread's: free(stream) one made on another thread). While
+/// a green context is current, a default stream is refused: use green_context::make_stream().
 template <class T>
 class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
   using base = detail::memory_owner<T, detail::async_memory_kind>;
@@ -140,8 +138,7 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
       : base(data, count, where) {}
 };
 
-/// `count` elements of T from the current pool of the stream's device (cudaMallocAsync), freed
-/// on `stream`. As memory_pool_ref::allocate<T>.
+/// `count` T elements from the stream's device's current pool (cudaMallocAsync), freed on `stream`.
 template <class T>
 async_buffer<T> allocate_async(std::size_t count, stream_ref stream) {
   const std::size_t bytes =

@@ -1,6 +1,5 @@
 // curt/memory/batch.hpp: what the batches (memory/batch_copy.hpp, memory/managed_batch.hpp) share:
-// growable arrays, runs of equal entries, the numbering of entries as they were added (also those
-// left out of the call for being empty), and the checks of add() and submit().
+// growable arrays, runs of equal entries, entry numbering, the checks of add() and submit().
 #pragma once
 
 #include <curt/core/entries.hpp>
@@ -25,8 +24,7 @@ constexpr bool batch_same(const cudaMemcpyAttributes& a, const cudaMemcpyAttribu
          batch_same(a.srcLocHint, b.srcLocHint) && batch_same(a.dstLocHint, b.dstLocHint);
 }
 
-// Values with the call index each run of equal ones starts at (attributes, locations).
-template <class T>
+template <class T>  // runs of equal values, each with its first call index (attributes, locations)
 struct batch_runs {
   entries<T> values;
   entries<std::size_t> starts;
@@ -55,8 +53,7 @@ CURT_COLD inline std::string batch_pointer_text(const void* pointer) {
   return pointer == nullptr ? std::string("null") : fmt("%p", pointer);
 }
 
-// What every batch shares: entries numbered as added, also those left out of the call for being
-// empty (`skipped_`, ascending); the checks of add() and submit().
+// Entries numbered as added, also the empty ones left out of the call (`skipped_`, ascending).
 class batch_entries {
  public:
   /// Entries added, empty ones included (the numbering of error messages).

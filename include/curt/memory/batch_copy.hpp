@@ -8,11 +8,10 @@
 // copy_batch and copy_3d_batch call the driver's cuMemcpyBatchAsync / cuMemcpy3DBatchAsync of the
 // 12.8 ABI, which still says which copy failed: "copy #37 of 64 (dst ..., src ..., 4096 bytes)".
 // add() checks without calling CUDA; a refused copy leaves the batch as it was; a copy of zero
-// bytes is left out of the call but keeps its number. CUDA refuses the legacy default stream
-// (curt says so first) and cannot capture a batch (the runtime fails, leaving the capture valid
-// and empty), so on a capturing stream submit() adds one memcpy node per copy, after refusing a
-// during_api_call source (a graph reads its sources at every launch). The managed-memory
-// batches (prefetch_batch, ...) are in memory/managed_batch.hpp, which this includes.
+// bytes is left out of the call but keeps its number. CUDA refuses the legacy default stream (curt
+// says so first) and cannot capture a batch (the runtime fails, leaving the capture valid and
+// empty), so on a capturing stream submit() adds one memcpy node per copy, after refusing a
+// during_api_call source (a graph reads its sources at every launch).
 #pragma once
 
 #include <curt/core/context.hpp>
@@ -69,8 +68,7 @@ inline std::string to_string(source_access order) {
   return detail::fmt("invalid (%d)", static_cast<int>(order));
 }
 
-/// How one copy of a batch runs: its source access order, location hints (used by CUDA for
-/// managed memory only) and the prefer-overlap-with-compute hint.
+/// How a batch copy runs: access order, location hints (for managed memory only), overlap hint.
 class copy_attributes {
  public:
   /// `order`, no hints, no flags; implicit: `batch.add(dst, src, curt::source_access::any)`.
@@ -127,9 +125,8 @@ namespace detail {
 template <class Batch>
 class copy_batch_base : public batch_entries {
  public:
-  /// Enqueues every copy on `stream` with one call (nothing for a batch with no bytes to copy),
-  /// or on a capturing stream one memcpy node per copy (see the file comment). A failure names
-  /// the copy the driver reports. Allocates nothing but on failure.
+  /// Enqueues all copies on `stream` in one call (none if nothing to copy); a capturing stream gets
+  /// one memcpy node per copy. A failure names the copy the driver blames; only failures allocate.
   void submit(stream_ref stream) const {
     const Batch& self = static_cast<const Batch&>(*this);
     cudaStream_t h = checked_stream(stream, Batch::submit_call);
@@ -328,8 +325,7 @@ class copy_batch : public detail::copy_batch_base<copy_batch> {
   std::size_t count() const noexcept { return sizes_.size(); }
   void* destination(std::size_t i) const noexcept { return pointer(destinations_[i]); }
   void* source(std::size_t i) const noexcept { return pointer(sources_[i]); }
-  // The order of the attribute run that covers copy i.
-  source_access order(std::size_t i) const noexcept {
+  source_access order(std::size_t i) const noexcept {  // the order of the attribute run covering i
     std::size_t run = 0;
     while (run + 1 < runs_.starts.size() && runs_.starts[run + 1] <= i) ++run;
     return static_cast<source_access>(runs_.values[run].srcAccessOrder);
@@ -376,10 +372,9 @@ class strided_volume {
       : data_(other.data()), row_pitch_(other.row_pitch()), layer_height_(other.layer_height()) {}
 
   constexpr T* data() const noexcept { return data_; }  ///< The box's first element.
-  /// Bytes from one row to the next; 0: packed.
+  /// Bytes from one row to the next, and rows from one layer to the next; 0: packed. @{
   constexpr std::size_t row_pitch() const noexcept { return row_pitch_; }
-  /// Rows from one layer to the next; 0: packed.
-  constexpr std::size_t layer_height() const noexcept { return layer_height_; }
+  constexpr std::size_t layer_height() const noexcept { return layer_height_; }  ///@}
 
  private:
   T* data_;

@@ -91,8 +91,7 @@ CURT_DETAIL_BUFFER_KIND(managed_memory_kind, managed_buffer, true, cudaFree)
 CURT_DETAIL_BUFFER_KIND(registration_kind, host_registration, false, cudaHostUnregister)
 #undef CURT_DETAIL_BUFFER_KIND
 
-// Runs `allocate()` inside d's device_guard and learns the context it ran in.
-template <class Allocate>
+template <class Allocate>  // runs `allocate()` in d's device_guard, learning the context it ran in
 allocation allocate_on(curt::device d, Allocate&& allocate) {
   device_guard guard(d);
   allocate();
@@ -144,8 +143,7 @@ class buffer : public memory_owner<T, Kind> {
 
  protected:
   using base::base;
-  // count elements with `allocate(&p, bytes)`, a runtime call named `call` with `flags` (none
-  // when negative), in d's context; or none.
+  // Allocates with `allocate(&p, bytes)`, runtime call `call` (`flags` < 0: none), in d's context.
   template <class Allocate>
   buffer(curt::device d, std::size_t count, const char* call, long long flags, Allocate allocate)
       : base(nullptr, count, allocation{nullptr, d.ordinal()}) {
@@ -180,8 +178,7 @@ class device_buffer : public detail::buffer<T, detail::device_memory_kind> {
              [](void** p, std::size_t n) { return cudaMalloc(p, n); }) {}
   explicit device_buffer(no_handle_t) noexcept : base(detail::handle_state::empty) {}  ///@}
 
-  /// Takes ownership of `count` elements the caller allocated with cudaMalloc on device d (freed
-  /// with cudaFree). A null pointer only with a count of 0.
+  /// Owns `count` elements from cudaMalloc on device d, freed by cudaFree; null only if count is 0.
   static device_buffer adopt(curt::device d, T* memory, std::size_t count) {
     return device_buffer(memory, count, detail::adopted<T>("device_buffer", d, memory, count));
   }
@@ -208,8 +205,7 @@ class pinned_buffer : public detail::buffer<T, detail::pinned_memory_kind> {
         flags_(flags) {}
   explicit pinned_buffer(no_handle_t) noexcept : base(detail::handle_state::empty) {}  ///@}
 
-  /// Takes ownership of elements the caller allocated with cudaHostAlloc (or cudaMallocHost) on
-  /// device d with `flags`; freed with cudaFreeHost.
+  /// Owns elements from cudaHostAlloc/cudaMallocHost on device d with `flags` (cudaFreeHost frees).
   static pinned_buffer adopt(curt::device d, T* memory, std::size_t count,
                              pinned_flags flags = pinned_flags::none) {
     pinned_buffer b(memory, count, detail::adopted<T>("pinned_buffer", d, memory, count));
@@ -283,10 +279,9 @@ class managed_buffer : public detail::buffer<T, detail::managed_memory_kind> {
   }
 };
 
-/// Page-locks host memory the program already has (cudaHostRegister, in device d's context) for
-/// the owner's lifetime. The memory stays the caller's and must outlive the registration. Memory
-/// that is page-locked already fails with cudaErrorHostMemoryAlreadyRegistered, explained. A
-/// registration of 0 bytes registers nothing (and holds a null pointer).
+/// Page-locks host memory the program already has (cudaHostRegister, in device d's context) for the
+/// owner's lifetime. The memory, still the caller's, must outlive it. Already page-locked memory
+/// fails with cudaErrorHostMemoryAlreadyRegistered. 0 bytes register nothing (a null pointer).
 class host_registration
     : public detail::unique_handle<detail::memory_span<unsigned char, detail::registration_kind>,
                                    detail::memory_traits<detail::registration_kind>> {

@@ -7,12 +7,10 @@
 //   curt::copy_n(dst, src, n, stream);     // raw pointers; fill_n and memset_n as well
 //
 // A range has data() and size() (curt's buffers, spans, std::vector, std::array). Both hold one
-// trivially copyable type and as many elements, or the copy throws before CUDA is called (copy
-// part of a range through curt::span, <curt/span.hpp>); cudaMemcpyDefault finds where memory
-// lives. Every copy names its stream: one on no stream (cudaMemcpy, the legacy default stream)
-// would not wait for curt's streams, which do not block on it, and could read what a kernel
-// still writes, so copy(dst, src) does not compile. cudaMemcpyAsync follows the runtime's rules
-// for pageable memory. Where no context is current, calls run in the stream's context.
+// trivially copyable type and as many elements, else the copy throws before calling CUDA (to copy
+// part of a range: curt::span, <curt/span.hpp>); cudaMemcpyDefault finds where memory lives. Every
+// copy names its stream (copy(dst, src) does not compile; see it for why). cudaMemcpyAsync follows
+// the runtime's rules for pageable memory. With no current context, calls run in the stream's.
 #pragma once
 
 #include <curt/core/context.hpp>

@@ -28,14 +28,13 @@ class memory_location {
   static constexpr memory_location host() noexcept {
     return memory_location(cudaMemLocationTypeHost, 0);
   }
-  /// Host memory on NUMA node `node`.
+  /// Host memory on NUMA node `node`, or on the one nearest the thread issuing the operation. @{
   static constexpr memory_location host_numa(int node) noexcept {
     return memory_location(cudaMemLocationTypeHostNuma, node);
   }
-  /// Host memory on the NUMA node nearest the thread that issues the operation.
   static constexpr memory_location host_numa_current() noexcept {
     return memory_location(cudaMemLocationTypeHostNumaCurrent, 0);
-  }
+  }  ///@}
   /// No location (cudaMemLocationTypeNone).
   static constexpr memory_location none() noexcept { return memory_location(); }
 

@@ -1,7 +1,6 @@
-// curt/memory/managed_batch.hpp: prefetches and discards of many managed-memory ranges in one
-// CUDA call (cudaMemPrefetchBatchAsync and friends), one curt::memory_location per range. Built
-// like the copy batches (memory/batch_copy.hpp); refused on a capturing stream before anything is
-// called (no graph node does what they do), so the capture stays valid.
+// curt/memory/managed_batch.hpp: prefetches and discards of many managed-memory ranges in one CUDA
+// call (cudaMemPrefetchBatchAsync, ...), a curt::memory_location per range. Built like copy_batch;
+// refused on a capturing stream first (no graph node does this), keeping the capture valid.
 #pragma once
 
 #include <curt/core/context.hpp>
@@ -137,17 +136,16 @@ class managed_range_batch : public batch_entries {
 class prefetch_batch : public detail::managed_range_batch {
  public:
   using managed_range_batch::managed_range_batch;
-  /// Prefetches the memory of `range` (data(), size()) to `where`.
+  /// Prefetches `range` (data(), size()), or `bytes` bytes from `data`, to `where`. @{
   template <class Range>
   prefetch_batch& add(Range&& range, memory_location where) {
     add_range<false, Range>(range, add_call, "curt::prefetch_batch::add: the range", &where);
     return *this;
   }
-  /// Prefetches `bytes` bytes from `data` to `where`.
   prefetch_batch& add_bytes(const void* data, std::size_t bytes, memory_location where) {
     push(add_call, data, bytes, &where);
     return *this;
-  }
+  }  ///@}
   /// Enqueues the prefetches on `stream`. Refused on a capturing stream (see the file comment).
   void submit(stream_ref stream) const {
     submit_with(stream, "curt::prefetch_batch::submit", "cudaMemPrefetchBatchAsync",
@@ -158,9 +156,8 @@ class prefetch_batch : public detail::managed_range_batch {
   static constexpr const char* add_call = "curt::prefetch_batch::add";
 };
 
-/// Discards of managed memory ranges in one cudaMemDiscardBatchAsync: their contents are no
-/// longer needed, so the driver may drop them instead of migrating them. Reading a discarded
-/// range before writing or prefetching it gives indeterminate values.
+/// Discards of managed ranges in one cudaMemDiscardBatchAsync: the driver may drop, not migrate,
+/// their contents. Until written or prefetched, a discarded range reads indeterminate values.
 class discard_batch : public detail::managed_range_batch {
  public:
   using managed_range_batch::managed_range_batch;

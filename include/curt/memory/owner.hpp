@@ -2,10 +2,9 @@
 // stream-ordered buffers): the pointer, the element count, where the memory is freed, views of
 // the elements, and the empty / moved-from / released / freed states (core/handle.hpp).
 //
-// Views: an owner converts implicitly to any span-like view of its elements (cuda::std::span,
-// std::span, a view of your own; see memory/range.hpp), so a kernel taking
-// cuda::std::span<float> by value takes a device_buffer<float> through curt::launch or <<<>>>.
-// A const owner gives views of const elements; a temporary gives none (it would dangle).
+// Views: an owner converts implicitly to any span-like view of its elements (memory/range.hpp), so
+// a kernel taking cuda::std::span<float> by value takes a device_buffer<float> through curt::launch
+// or <<<>>>. A const owner gives views of const elements; a temporary gives none (it would dangle).
 #pragma once
 
 #include <curt/core/error.hpp>
@@ -19,8 +18,7 @@
 
 namespace curt::detail {
 
-// T's name for messages: "float" for the fundamental types, the compiler's spelling otherwise.
-template <class T>
+template <class T>  // T's name in messages: "float" for fundamental types, else the compiler's
 CURT_COLD std::string type_name() {
   using U = std::remove_cv_t<T>;
   if constexpr (std::is_same_v<U, float>) return "float";
@@ -43,8 +41,7 @@ CURT_COLD std::string type_name() {
   return fmt("%zu-byte type", sizeof(T));
 }
 
-// "curt::device_buffer<float>"
-template <class T>
+template <class T>  // "curt::device_buffer<float>"
 CURT_COLD std::string owner_name(const char* kind) {
   return fmt("curt::%s<%s>", kind, type_name<T>().c_str());
 }
@@ -95,8 +92,7 @@ class memory_span {
   using pointer = T*;
   using const_pointer = const T*;
   using place_type = typename Kind::place;
-  /// What a functor launched with this owner receives (execution/launch.hpp).
-  using kernel_view = element_view<T>;
+  using kernel_view = element_view<T>;  ///< What a functor launched with this owner receives.
 
   /// The elements; throws when the owner holds no memory. Null for a buffer of 0 elements.
   T* data() { return native("data()"); }

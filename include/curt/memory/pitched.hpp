@@ -1,5 +1,4 @@
-// curt/memory/pitched.hpp: 2D and 3D device memory with padded rows (cudaMalloc3D), and copies
-// between it and dense ranges or other pitched buffers of the same extents.
+// curt/memory/pitched.hpp: 2D and 3D device memory with padded rows (cudaMalloc3D), and its copies.
 //
 //   curt::pitched_buffer<float> image(device, width, height);      // elements, rows
 //   curt::copy(image, host_pixels, stream);   // host_pixels.size() == width * height, row-major
@@ -101,13 +100,11 @@ class basic_pitched_buffer
   explicit basic_pitched_buffer(no_handle_t) noexcept
       : base(span(detail::state_handle<T*>(detail::handle_state::empty), 0, {})) {}  ///@}
 
-  /// The first row; throws when the owner holds no memory. Null when an extent is 0.
-  using span::data;
+  using span::data;  ///< The first row; throws if the owner holds none; null if an extent is 0.
   using span::get;
   using span::valid;
   std::size_t width() const noexcept { return extent(this->place_.width); }  ///< Elements per row.
-  /// Rows (per slice, in 3D).
-  std::size_t height() const noexcept { return extent(this->place_.height); }
+  std::size_t height() const noexcept { return extent(this->place_.height); }  ///< Rows per slice.
   template <int D = Dimensions, std::enable_if_t<D == 3, int> = 0>
   std::size_t depth() const noexcept { return extent(this->place_.depth); }  ///< Slices (3D only).
   /// Bytes from one row to the next (at least width() * sizeof(T)).
@@ -159,8 +156,7 @@ using pitched_buffer_3d = basic_pitched_buffer<T, 3>;
 
 namespace detail {
 
-// The extent of a copy of all elements (width in bytes), and its text.
-template <class T, int D>
+template <class T, int D>  // the extent of a copy of all elements (width in bytes), and its text
 cudaExtent extent_of(const basic_pitched_buffer<T, D>& p) noexcept {
   std::size_t depth = p.valid() ? 1 : 0;
   if constexpr (D == 3) depth = p.depth();

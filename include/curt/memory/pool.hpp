@@ -10,14 +10,13 @@
 // - HOST AND MANAGED POOLS GIVE DEVICES NO ACCESS UNTIL set_access(device, read_write) (or the
 //   devices are named when the pool is made): a kernel touching such memory before faults with a
 //   sticky cudaErrorIllegalAddress. A device pool's own device always has access.
-// - Synchronous allocation (allocate_sync, CCCL's allocate(bytes, alignment)) keeps no stream of
-//   its own: it allocates on the calling thread's per-thread default stream of the pool's context
-//   (one of its device, as device_guard picks it; any one for host and managed pools; in a green
-//   context, which has no per-thread stream, its legacy stream) and waits for that stream (and
-//   so for what the thread queued there before, and for the legacy default stream, which it
-//   synchronizes with). deallocate_sync frees there without waiting. Both put
-//   the thread in relaxed capture mode for the call, so a global-mode capture on another thread
-//   stays valid; neither may run while this thread's per-thread default stream is captured.
+// - Synchronous allocation (allocate_sync, CCCL's allocate(bytes, alignment)) has no stream of its
+//   own: it uses the thread's per-thread default stream of the pool's context (one of its device,
+//   as device_guard picks it; any for host and managed pools; in a green context, which has no
+//   per-thread stream, its legacy one) and waits for that stream (so also for the thread's earlier
+//   work there, and for the legacy default stream it synchronizes with). deallocate_sync frees
+//   there without waiting. Both run in relaxed capture mode, so a global-mode capture on another
+//   thread stays valid; neither may run while the thread's per-thread default stream is captured.
 #pragma once
 
 #include <curt/core/context.hpp>
@@ -144,9 +143,8 @@ void export_memory_pool(const Pool&) {
   static_assert(sizeof(Pool) == 0, "curt: export_handle() needs <curt/memory_pool_ipc.hpp>");
 }
 
-/// A copyable view of any pool, with its location, kind and maximum size where known (a bare
-/// cudaMemPool_t knows none). Every operation on a ref made from an empty, moved-from or released
-/// curt::memory_pool throws a cuda_error that says which.
+/// A copyable view of any pool, with its location, kind and maximum size where known (none for a
+/// bare handle). A ref to an empty, moved-from or released memory_pool throws a cuda_error on use.
 class memory_pool_ref {
  public:
   /// A bare handle (implicit): location, kind and maximum size unknown.
@@ -333,8 +331,7 @@ class memory_pool_ref {
                                    opportunistic_ = cudaMemPoolReuseAllowOpportunistic,
                                    internal_ = cudaMemPoolReuseAllowInternalDependencies;
   bool is_pinned() const noexcept { return type_ == cudaMemAllocationTypePinned; }
-  // A runtime call on the pool, in its context (detail::in_pool_context), checked.
-  template <class Call>
+  template <class Call>  // a checked runtime call on the pool in its context (in_pool_context)
   void call(Call&& runtime_call, const char* function,
             std::initializer_list<detail::call_argument> arguments) const {
     detail::check(detail::in_pool_context(where_, runtime_call), function, arguments, __FILE__,
@@ -411,8 +408,7 @@ class memory_pool
       : memory_pool(properties) {
     set_access(accessible_from, pool_access::read_write);
   }  ///@}
-  /// An empty owner: every use throws until a pool is assigned.
-  explicit memory_pool(no_handle_t) noexcept : base(no_handle) {}
+  explicit memory_pool(no_handle_t) noexcept : base(no_handle) {}  ///< An empty owner: uses throw.
 
   /// Takes ownership of a pool the caller created with these properties.
   static memory_pool from_native_handle(cudaMemPool_t handle,
@@ -468,9 +464,8 @@ inline memory_pool_ref location_pool(memory_location where, cudaMemAllocationTyp
 }
 }  // namespace detail
 
-/// The default pools: device d's; of pinned memory at `where` (a device, the host, a NUMA node);
-/// of managed memory preferring `where` (a device, the host or none). Host and managed pools give
-/// devices no access until set_access().
+/// Default pools: device d's; pinned at `where` (device, host, NUMA node); managed preferring
+/// `where` (or none). Host and managed pools give devices no access until set_access().
 inline memory_pool_ref default_memory_pool(curt::device d) {
   return detail::location_pool(memory_location::device(d), cudaMemAllocationTypePinned, false);
 }

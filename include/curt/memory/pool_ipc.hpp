@@ -24,8 +24,7 @@
 
 namespace curt {
 namespace detail {
-// A descriptor kept as a pointer-sized handle (fd 0 is null), so that unique_handle owns it.
-class fd_handle {
+class fd_handle {  // a descriptor as a pointer-sized handle (fd 0: null), for unique_handle to own
  public:
   explicit fd_handle(void* handle) noexcept : handle_(handle) {}
   void* get() const { return native("get()"); }

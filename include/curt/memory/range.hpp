@@ -95,12 +95,11 @@ std::false_type derives_from_std_array(const void*);
 template <class R>
 struct is_std_array : decltype(derives_from_std_array(static_cast<const R*>(nullptr))) {};
 
-/// Whether a range passed as `R&&` (R deduced) may still exist after the call returns: an lvalue,
-/// or a temporary of a type that can be a view (trivially copyable, not a std::array or derived
-/// from one). A temporary std::vector, std::array or curt buffer owns its elements and frees them
-/// at the end of the full expression, before asynchronous work reads or writes them. Other
-/// trivially copyable owners (cuda::std::array, a struct holding an array) cannot be told from
-/// views by their type: check_kept_range refuses them at run time.
+/// Whether a range passed as `R&&` may outlive the call: an lvalue, or a temporary of a type that
+/// can be a view (trivially copyable, not a std::array or derived from one). A temporary
+/// std::vector, std::array or curt buffer owns its elements and frees them at the end of the full
+/// expression, before asynchronous work uses them. Trivially copyable owners (cuda::std::array, a
+/// struct holding an array) look like views by type: check_kept_range refuses them at run time.
 template <class R>
 inline constexpr bool outlives_call_v =
     std::is_lvalue_reference_v<R> ||
@@ -142,8 +141,7 @@ void check_kept_range(const std::remove_reference_t<R>& range, const char* what)
 
 namespace curt {
 namespace detail {
-// Takes any argument by a conversion, so that the real curt::span overloads, which take theirs
-// as they are, always win where <curt/span.hpp> is included.
+// Takes any argument by conversion, so the real curt::span overloads (exact matches) always win.
 struct span_without_header {
   template <class Range>
   span_without_header(Range&&) noexcept {}  // NOLINT: implicit by design

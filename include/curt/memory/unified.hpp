@@ -1,5 +1,4 @@
-// curt/memory/unified.hpp: hints for managed memory: prefetch, advice, and what the driver
-// reports about a range, at a curt::memory_location.
+// curt/memory/unified.hpp: managed memory prefetch, advice, range attributes, at a memory_location.
 //
 //   curt::prefetch(buffer, curt::memory_location::device(gpu), stream);
 //   curt::advise(buffer, curt::memory_advice::set_read_mostly);
@@ -61,8 +60,7 @@ class location_list {
 
 namespace detail {
 
-// A range's address and bytes: data() and size() * sizeof(element).
-template <class Range>
+template <class Range>  // a range's address and bytes: data() and size() * sizeof(element)
 std::pair<const void*, std::size_t> range_bytes(const Range& range) {
   static_assert(has_data_and_size<const Range>::value,
                 "curt: a memory range is a contiguous range with data() and size() (a "

@@ -10,10 +10,9 @@
 //   // Several processes: rank 0 makes an id (curt::nccl_unique_id()) and hands its bytes to the
 //   // others; each makes curt::nccl_communicator(device, ranks, id, rank).
 //
-// Collectives take ranges of the communicator's device's memory; sizes and the stream's device
-// are checked before NCCL is called. Groups are all or nothing (nccl_group). Processes must issue
-// matching collectives: when one stops, the others' wait forever on the device (streams, cudaFree,
-// destruction) until abort() on the waiting communicators, from any thread.
+// Collectives take ranges on the communicator's device; sizes and the stream's device are checked
+// first; nccl_group is all or nothing. Processes must issue matching collectives: if one stops, the
+// rest hang on the device (streams, cudaFree, destruction) until abort() on theirs (any thread).
 //
 // Contexts: NCCL switches devices with cudaSetDevice and restores the device, not the context.
 // curt runs its calls in the communicator's device's context (creation, destruction, abort), the
@@ -87,8 +86,7 @@ CURT_COLD inline std::string nccl_last_error() {
   return text;
 }
 
-/// NCCL's results go through detail::check like CUDA's: a failure is an nccl_error in NCCL's
-/// category, explained by what ncclGetLastError says.
+/// detail::check of an ncclResult_t: nccl_error in NCCL's category, explained by ncclGetLastError.
 template <>
 struct status_traits<ncclResult_t> {
   static const std::error_category& category() noexcept { return nccl_category(); }
@@ -214,14 +212,13 @@ class nccl_communicator_ref {
                        "ncclCommGetAsyncError()", __FILE__, __LINE__);
     return error;
   }
-  /// Same communicator handle.
+  /// Same communicator handle. @{
   friend bool operator==(nccl_communicator_ref a, nccl_communicator_ref b) noexcept {
     return a.handle_ == b.handle_;
   }
-  /// Not the same communicator handle.
   friend bool operator!=(nccl_communicator_ref a, nccl_communicator_ref b) noexcept {
     return !(a == b);
-  }
+  }  ///@}
 
  protected:
   friend struct detail::nccl_traits;
@@ -384,12 +381,11 @@ class nccl_communicator : public detail::unique_handle<nccl_communicator_ref, de
   }
 };
 
-/// ncclGroupStart for a scope, ncclGroupEnd at its end (or end(), which throws where the
-/// destructor reports): the collectives issued meanwhile, from this thread, launch together. All
-/// or nothing: when an exception leaves the scope, a collective is refused (by curt or NCCL, even
-/// if its exception is caught inside; end() then throws the refusal), or on cancel(), NCCL
-/// launches none of them, on any rank, and the communicators stay usable. Groups nest: the
-/// outermost launches. (NCCL 2.28 runs a collective of a one-rank communicator at once.)
+/// ncclGroupStart here, ncclGroupEnd at scope end or end() (throws where the destructor reports):
+/// this thread's collectives in it launch together. All or nothing: if an exception leaves the
+/// scope, a collective is refused (by curt or NCCL, even if caught inside; end() then throws the
+/// refusal), or on cancel(), none launches, on any rank; the communicators stay usable. Groups
+/// nest: the outermost launches. (NCCL 2.28 runs a one-rank communicator's collective at once.)
 class nccl_group {
  public:
   nccl_group() : in_(detail::any_context), context_(detail::current_context()) {

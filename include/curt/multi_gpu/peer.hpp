@@ -6,11 +6,10 @@
 //     curt::launch(stream0, config, kernel, buffer_on_gpu1.data());
 //   }                                               // disabled again, if a scope enabled it
 //
-// Peer access is a property of a context: curt enables it in d's context (a context of d that is
-// current already, else d's primary context: device_guard), leaves the thread's current context
-// as it was, and keeps both primary contexts (retained for the process) so that the access
-// outlives the call. Copies between devices need no peer access (curt::copy goes through the
-// host where there is no link), and memory pools ignore it (memory_pool_ref::set_access).
+// Peer access belongs to a context: curt enables it in d's context (a current context of d, else
+// d's primary: device_guard), leaves the thread's context as it was, and keeps both primary
+// contexts for the process so the access outlives the call. Copies between devices need none
+// (curt::copy goes via the host without a link); pools ignore it (memory_pool_ref::set_access).
 #pragma once
 
 #include <curt/core/context.hpp>
@@ -55,8 +54,7 @@ CURT_COLD inline std::string explain_peer_failure(cudaError_t status, int ordina
   return {};
 }
 
-// cudaDeviceEnablePeerAccess (`on`) or cudaDeviceDisablePeerAccess in d's context: true when it
-// changed the access, false when it was so already (not an error).
+// cudaDevice{Enable,Disable}PeerAccess (per `on`) in d's context: false if so already (no error).
 inline bool set_peer_access(device d, device peer, bool on) {
   const cudaError_t status = [&] {
     device_guard guard(d);
@@ -151,11 +149,10 @@ inline bool disable_peer_access(device d, device peer) {
 }
 
 /// Peer access from `d` to `peer` for a scope, in d's context (as enable_peer_access finds it).
-/// Scopes over the same context and peer share it, however their lifetimes overlap (on any
-/// thread, in any order): it stays on until the last ends, which disables it only if a scope
-/// enabled it (access enabled outside the scopes stays). Work that uses it must be finished
-/// before then. A green context shares its device's primary context's access (on the H200 a
-/// scope ended in either turned it off in both): scopes made in one count with the primary's.
+/// Scopes of one context and peer share it (any thread, any order): it stays on until the last
+/// ends, which disables it only if a scope enabled it (access enabled outside the scopes stays).
+/// Work using it must finish before then. A green context shares its primary context's access (on
+/// the H200 a scope ended in either turned it off in both): scopes in one count with the primary's.
 class peer_access_scope {
  public:
   /// Turns the access on unless it is on already (enable_peer_access, whose errors it throws).
