@@ -208,13 +208,8 @@ inline unsigned long long volume(dim3 d) {
 
 // The error path is templates (Config: cudaLaunchConfig_t): only units that launch compile it.
 
-template <class Kernel>  // the kernel's name as in the source (demangled if the compiler lets us)
-std::string kernel_name(Kernel kernel) {
-  const char* name = nullptr;
-  if (cudaFuncGetName(&name, kernel) != cudaSuccess || !name) {
-    (void)cudaGetLastError();
-    return "<unknown kernel>";
-  }
+template <class Char>  // a symbol's name as in the source (demangled if the compiler lets us)
+std::string demangle(const Char* name) {
 #if defined(__GNUC__) || defined(__clang__)
   int status = 0;
   char* demangled = __cxxabiv1::__cxa_demangle(name, nullptr, nullptr, &status);
@@ -231,10 +226,22 @@ std::string kernel_name(Kernel kernel) {
   return name;
 }
 
+// The kernel's name as written in the source. (A library kernel's handle cast to const void*
+// is taken too: the runtime's cudaFuncGetName accepts a cudaKernel_t that way.)
+template <class Kernel>
+std::string kernel_name(Kernel kernel) {
+  const char* name = nullptr;
+  if (cudaFuncGetName(&name, kernel) != cudaSuccess || !name) {
+    (void)cudaGetLastError();
+    return "<unknown kernel>";
+  }
+  return demangle(name);
+}
+
 template <class Config>
-std::string describe_launch(const Config& config, const void* kernel) {
+std::string describe_launch(const Config& config, const std::string& kernel) {
   std::string text = fmt("curt::launch(%s, grid %s, block %s, %zu B dynamic shared memory",
-                         kernel_name(kernel).c_str(), dims_text(config.gridDim).c_str(),
+                         kernel.c_str(), dims_text(config.gridDim).c_str(),
                          dims_text(config.blockDim).c_str(), config.dynamicSmemBytes);
   for (unsigned i = 0; i < config.numAttrs; ++i) {
     const cudaLaunchAttributeValue& v = config.attrs[i].val;
@@ -381,8 +388,9 @@ template <class Config>
     in.enter(for_stream, config.stream);
   } catch (const cuda_error&) {  // one the driver cannot tell: the explanation says no more
   }
-  throw_error(make_error_code(static_cast<cudaError_t>(result)), describe_launch(config, kernel),
-              __FILE__, __LINE__, [&]() -> std::string {
+  const std::string call = describe_launch(config, kernel_name(kernel));
+  throw_error(make_error_code(static_cast<cudaError_t>(result)), call, __FILE__, __LINE__,
+              [&]() -> std::string {
                 (void)cudaGetLastError();  // the diagnosis calls the runtime: start clean
                 try {
                   return explain_launch_failure(config, kernel);
@@ -392,13 +400,11 @@ template <class Config>
               });
 }
 
-// The driver's launch of the kernel's context-independent handle, in the stream's own context.
-inline int launch_native(const cudaLaunchConfig_t& config, const void* kernel, void** arguments) {
+// The driver's launch of a context-independent kernel handle (a compiled kernel's, from
+// cudaGetKernel, or a library's), in the stream's own context.
+inline int launch_handle(const cudaLaunchConfig_t& config, cudaKernel_t handle, void** arguments) {
   // The driver takes 32 bits: a larger size would reach it cut short, and be accepted.
   if (CURT_UNLIKELY(config.dynamicSmemBytes > 0xffffffffu)) return cudaErrorInvalidValue;
-  cudaKernel_t handle = nullptr;
-  if (cudaError_t status = cudaGetKernel(&handle, kernel); CURT_UNLIKELY(status != cudaSuccess))
-    return status;
   const dim3 g = config.gridDim, b = config.blockDim;
   const driver_fn::launch_config native{
       g.x, g.y, g.z, b.x, b.y, b.z, static_cast<unsigned>(config.dynamicSmemBytes),
@@ -407,6 +413,12 @@ inline int launch_native(const cudaLaunchConfig_t& config, const void* kernel, v
     return CURT_DETAIL_DRIVER_FUNCTION(cuLaunchKernelEx, 11060)(&native, handle, arguments,
                                                                 nullptr);
   });
+}
+inline int launch_native(const cudaLaunchConfig_t& config, const void* kernel, void** arguments) {
+  cudaKernel_t handle = nullptr;
+  if (cudaError_t status = cudaGetKernel(&handle, kernel); CURT_UNLIKELY(status != cudaSuccess))
+    return status;
+  return launch_handle(config, handle, arguments);
 }
 
 template <std::size_t Index, class Param, class Arg>
@@ -483,9 +495,17 @@ __global__ void functor_kernel(Function function, Args... args) {
                 "and Args in the instantiation below");
   if constexpr (std::is_invocable_v<Function&, Args&...>) function(args...);
 }
-template <class F>  // picks the overloads for a function object (not a function or pointer to one)
-using if_functor = std::enable_if_t<
-    !std::is_pointer_v<std::decay_t<F>> && !std::is_function_v<std::remove_reference_t<F>>, int>;
+// Selects the overloads for a function object (not a function, nor a pointer to one, nor a
+// kernel handle such as a curt::library_kernel, which says so with a kernel_handle_tag).
+template <class F, class = void>
+struct is_kernel_handle : std::false_type {};
+template <class F>
+struct is_kernel_handle<F, std::void_t<typename F::kernel_handle_tag>> : std::true_type {};
+template <class F>
+using if_functor = std::enable_if_t<!std::is_pointer_v<std::decay_t<F>> &&
+                                        !std::is_function_v<std::remove_reference_t<F>> &&
+                                        !is_kernel_handle<std::decay_t<F>>::value,
+                                    int>;
 }  // namespace detail
 
 /// The __global__ function curt launches for a functor of type Function with arguments of these
