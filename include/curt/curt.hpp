@@ -11,6 +11,7 @@
 #include <curt/execution/event.hpp>
 #include <curt/execution/green_context.hpp>
 #include <curt/execution/launch.hpp>
+#include <curt/execution/library.hpp>
 #include <curt/execution/occupancy.hpp>
 #include <curt/execution/stream.hpp>
 #include <curt/graph/capture.hpp>

@@ -1,0 +1,456 @@
+// curt/execution/library.hpp: code loaded at run time (PTX, CUBIN, fatbin) as a library, and its
+// kernels launched like any other.
+//
+//   curt::library lib(compiled.image());          // or curt::library::from_file("k.cubin")
+//   curt::library_kernel saxpy = lib.kernel("saxpy");
+//   curt::launch(stream, curt::launch_config(grid, block), saxpy, 2.0f, x, y, n);
+//   auto typed = saxpy.as<void(float, const float*, float*, int)>();  // checked like a
+//   curt::launch(stream, config, typed, 2.0f, x, y, n);               // compiled kernel
+//   auto table = lib.global<float[256]>(device, "table");  // size checked; a range for copies
+//
+// Libraries are the driver's context-independent modules (CUDA 12.0+), reached through entry
+// points like every driver call of curt: no new link. Loading needs no context and makes none;
+// the driver loads the code into a context when a kernel is first used there. A launch goes
+// through curt::launch's own path (cuLaunchKernelEx in the stream's context, the same
+// launch_config and explained refusals). The run-time kernel's argument types cannot be checked
+// at compile time: an untyped launch checks the count and the size of each argument against the
+// driver's parameter layout (cuKernelGetParamInfo, 12.4+) before launching, and a typed view
+// (as<Signature>()) is checked against it once and then converts arguments at compile time.
+// A library_kernel, a typed view and a library_ref are valid while their library is loaded.
+#pragma once
+
+#include <curt/core/context.hpp>
+#include <curt/core/device.hpp>
+#include <curt/core/driver.hpp>
+#include <curt/core/error.hpp>
+#include <curt/core/handle.hpp>
+#include <curt/execution/launch.hpp>
+#include <curt/execution/occupancy.hpp>
+#include <curt/execution/stream.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+typedef struct CUmod_st* CUmodule;
+
+namespace curt::detail::driver_fn {
+// jit_options: CUjit_option values; library_options: CUlibraryOption values; pointer: a
+// CUdeviceptr.
+CURT_DETAIL_DRIVER_TYPE(cuLibraryLoadData_v12000, cudaLibrary_t* library, const void* image,
+                        int* jit_options, void** jit_values, unsigned jit_count,
+                        int* library_options, void** library_values, unsigned library_count);
+CURT_DETAIL_DRIVER_TYPE(cuLibraryLoadFromFile_v12000, cudaLibrary_t* library, const char* path,
+                        int* jit_options, void** jit_values, unsigned jit_count,
+                        int* library_options, void** library_values, unsigned library_count);
+CURT_DETAIL_DRIVER_TYPE(cuLibraryUnload_v12000, cudaLibrary_t library);
+CURT_DETAIL_DRIVER_TYPE(cuLibraryGetKernel_v12000, cudaKernel_t* kernel, cudaLibrary_t library,
+                        const char* name);
+CURT_DETAIL_DRIVER_TYPE(cuLibraryGetModule_v12000, CUmodule* module, cudaLibrary_t library);
+CURT_DETAIL_DRIVER_TYPE(cuLibraryGetGlobal_v12000, unsigned long long* pointer,
+                        std::size_t* bytes, cudaLibrary_t library, const char* name);
+CURT_DETAIL_DRIVER_TYPE(cuLibraryGetManaged_v12000, unsigned long long* pointer,
+                        std::size_t* bytes, cudaLibrary_t library, const char* name);
+CURT_DETAIL_DRIVER_TYPE(cuLibraryGetKernelCount_v12040, unsigned* count, cudaLibrary_t library);
+CURT_DETAIL_DRIVER_TYPE(cuLibraryEnumerateKernels_v12040, cudaKernel_t* kernels, unsigned count,
+                        cudaLibrary_t library);
+CURT_DETAIL_DRIVER_TYPE(cuKernelGetName_v12030, const char** name, cudaKernel_t kernel);
+CURT_DETAIL_DRIVER_TYPE(cuKernelGetParamInfo_v12040, cudaKernel_t kernel, std::size_t index,
+                        std::size_t* offset, std::size_t* size);
+}  // namespace curt::detail::driver_fn
+
+namespace curt {
+
+/// JIT options for loading PTX (the driver compiles it for the device); the JIT's error log is
+/// always captured and put in the exception of a failed load.
+class library_options {
+ public:
+  library_options& optimization_level(unsigned level) { return option(7, level); }  // 0..4
+  library_options& max_registers(unsigned count) { return option(0, count); }
+  library_options& line_info(bool on = true) { return option(13, on ? 1u : 0u); }
+  library_options& debug_info(bool on = true) { return option(11, on ? 1u : 0u); }
+  /// Any CUjit_option whose value is a number (cuda.h says what each takes).
+  library_options& option(int jit_option, unsigned value) {
+    keys_.push_back(jit_option);
+    values_.push_back(reinterpret_cast<void*>(static_cast<std::uintptr_t>(value)));
+    return *this;
+  }
+  const std::vector<int>& keys() const noexcept { return keys_; }
+  const std::vector<void*>& values() const noexcept { return values_; }
+
+ private:
+  std::vector<int> keys_;
+  std::vector<void*> values_;
+};
+
+/// Where a kernel parameter lies in the kernel's parameter buffer (cuKernelGetParamInfo).
+struct kernel_parameter {
+  std::size_t offset = 0;
+  std::size_t size = 0;
+};
+
+/// A global (`__device__`, `__constant__`) or managed variable of a library, of type T as the
+/// source declares it (float, float[256], a struct; T[] takes any whole number of Ts): a range
+/// of its elements (data(), size()) for curt::copy, or a pointer for a kernel argument.
+template <class T>
+class library_variable {
+ public:
+  using element_type = std::remove_all_extents_t<T>;
+  library_variable(element_type* data, std::size_t bytes) noexcept : data_(data), bytes_(bytes) {}
+  element_type* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return bytes_ / sizeof(element_type); }
+  std::size_t size_bytes() const noexcept { return bytes_; }
+
+ private:
+  element_type* data_;
+  std::size_t bytes_;
+};
+
+template <class Signature>
+class typed_library_kernel;
+
+namespace detail {
+// "3 parameters: 4 B at offset 0, 8 B at 8, 8 B at 16", for refusals.
+CURT_COLD inline std::string describe_layout(const std::vector<kernel_parameter>& layout) {
+  std::string text = fmt("%zu parameter%s", layout.size(), layout.size() == 1 ? "" : "s");
+  for (std::size_t i = 0; i < layout.size(); ++i)
+    text += fmt(i ? ", %zu B at %zu" : ": %zu B at offset %zu", layout[i].size, layout[i].offset);
+  return text;
+}
+// "3 arguments of 4 B, 8 B, 8 B" (noun: "arguments", "parameters").
+CURT_COLD inline std::string describe_sizes(const char* noun, const std::size_t* sizes,
+                                            std::size_t count) {
+  std::string text = fmt("%zu %s", count, noun);
+  for (std::size_t i = 0; i < count; ++i) text += fmt(i ? ", %zu B" : " of %zu B", sizes[i]);
+  return text;
+}
+// A library kernel's name as the source spells it (demangled), from the driver.
+inline std::string library_kernel_name(cudaKernel_t kernel) {
+  const char* name = nullptr;
+  check_runtime(CURT_DETAIL_DRIVER_FUNCTION(cuKernelGetName, 12030)(&name, kernel),
+                "cuKernelGetName(kernel)", __FILE__, __LINE__);
+  return demangle(name);
+}
+// The sizes of a signature's parameters, as the kernel receives them.
+template <class Signature>
+struct signature_sizes;
+template <class... Params>
+struct signature_sizes<void(Params...)> {
+  static constexpr std::size_t count = sizeof...(Params);
+  static constexpr std::size_t sizes[] = {sizeof(std::decay_t<Params>)..., 0};
+};
+}  // namespace detail
+
+/// A kernel of a loaded library (a context-independent CUkernel) with its parameter layout,
+/// read once from the driver. Copyable; valid while its library is loaded.
+class library_kernel {
+ public:
+  using kernel_handle_tag = void;  // curt::launch takes it as a kernel, not as a functor
+
+  /// The kernel `handle` (from cuLibraryGetKernel or cudaGetKernel); reads its parameters.
+  explicit library_kernel(cudaKernel_t handle) : handle_(handle) {
+    static const auto info = reinterpret_cast<detail::driver_fn::cuKernelGetParamInfo_v12040::type>(
+        detail::driver_function_or_null("cuKernelGetParamInfo", 12040));
+    if (info == nullptr) return;  // a driver older than 12.4: launches are not checked
+    for (std::size_t i = 0;; ++i) {
+      kernel_parameter p;
+      const int result = info(handle, i, &p.offset, &p.size);
+      if (result == 1 /* CUDA_ERROR_INVALID_VALUE: past the last parameter */) break;
+      detail::check_runtime(result, "cuKernelGetParamInfo(kernel)", __FILE__, __LINE__);
+      parameters_.push_back(p);
+    }
+    known_ = true;
+  }
+
+  cudaKernel_t get() const noexcept { return handle_; }
+  /// The kernel's name as the source spells it (demangled), from the driver.
+  std::string name() const { return detail::library_kernel_name(handle_); }
+  /// Offset and size of each parameter; empty, with parameters_known() false, where the driver
+  /// cannot tell (older than 12.4).
+  const std::vector<kernel_parameter>& parameters() const noexcept { return parameters_; }
+  bool parameters_known() const noexcept { return known_; }
+
+  /// A view that launches with the parameter types of `Signature` (void(float, int*)), checked
+  /// here against the driver's layout: the count, and each type's size.
+  template <class Signature>
+  typed_library_kernel<Signature> as() const {
+    using s = detail::signature_sizes<Signature>;
+    if (!matches(s::sizes, s::count))
+      refuse(detail::fmt("curt::library_kernel::as(%s)", name().c_str()), "parameters",
+             s::sizes, s::count);
+    return typed_library_kernel<Signature>(handle_);
+  }
+
+  /// Whether arguments of these sizes fit the layout (true where the layout is unknown).
+  bool matches(const std::size_t* sizes, std::size_t count) const noexcept {
+    if (!known_) return true;
+    bool ok = count == parameters_.size();
+    for (std::size_t i = 0; ok && i < count; ++i) ok = sizes[i] == parameters_[i].size;
+    return ok;
+  }
+  /// Throws for arguments that do not fit, naming their sizes and the kernel's layout.
+  [[noreturn]] CURT_COLD void refuse(const std::string& call, const char* noun,
+                                     const std::size_t* sizes, std::size_t count) const {
+    detail::raise(cudaErrorInvalidValue, call,
+                  detail::fmt("%s do not match the kernel's %s",
+                              detail::describe_sizes(noun, sizes, count).c_str(),
+                              detail::describe_layout(parameters_).c_str()),
+                  __FILE__, __LINE__);
+  }
+
+ private:
+  cudaKernel_t handle_;
+  std::vector<kernel_parameter> parameters_;
+  bool known_ = false;
+};
+
+/// A library kernel whose parameter types the user asserts: curt::launch converts arguments to
+/// them at compile time, as for a __global__ function. Made by library_kernel::as<Signature>().
+template <class... Params>
+class typed_library_kernel<void(Params...)> {
+ public:
+  using kernel_handle_tag = void;
+  static_assert((std::is_trivially_copyable_v<std::decay_t<Params>> && ...),
+                "curt::library_kernel::as: kernel parameters are copied byte for byte; each "
+                "type must be trivially copyable");
+  cudaKernel_t get() const noexcept { return handle_; }
+
+ private:
+  friend class library_kernel;
+  explicit typed_library_kernel(cudaKernel_t handle) noexcept : handle_(handle) {}
+  cudaKernel_t handle_;
+};
+
+namespace detail {
+inline void launch_library(const cudaLaunchConfig_t& config, cudaKernel_t kernel,
+                           void** arguments) {
+  int result = launch_handle(config, kernel, arguments);
+  if (CURT_UNLIKELY(result != 0))
+    throw_launch_error(result, config, static_cast<const void*>(kernel));
+}
+template <class... Params, class... Args, std::size_t... I>
+void launch_library_converted(const cudaLaunchConfig_t& config, cudaKernel_t kernel,
+                              std::index_sequence<I...>, Args&&... args) {
+  using values_t = std::tuple<std::decay_t<Params>...>;  // the kernel's types, by value
+  [[maybe_unused]] values_t values = values_t(std::forward<Args>(args)...);
+  void* pointers[sizeof...(Params) + 1] = {static_cast<void*>(&std::get<I>(values))..., nullptr};
+  launch_library(config, kernel, pointers);
+}
+}  // namespace detail
+
+/// Launches a library kernel; each argument is passed byte for byte, so its size must be its
+/// parameter's (checked against the driver's layout: pass 2.0f, not 2.0, for a float).
+template <class... Args>
+void launch(stream_ref stream, const launch_config& config, const library_kernel& kernel,
+            Args&&... args) {
+  static_assert((std::is_trivially_copyable_v<std::decay_t<Args>> && ...),
+                "curt::launch: a library kernel's arguments are copied byte for byte; each must "
+                "be trivially copyable (pass a buffer's data(), not the buffer)");
+  static constexpr std::size_t sizes[] = {sizeof(std::decay_t<Args>)..., 0};
+  if (CURT_UNLIKELY(!kernel.matches(sizes, sizeof...(Args))))
+    kernel.refuse(detail::describe_launch(config.native(stream.get()), kernel.name()),
+                  "arguments", sizes, sizeof...(Args));
+  void* pointers[] = {const_cast<void*>(static_cast<const void*>(&args))..., nullptr};
+  detail::launch_library(config.native(stream.get()), kernel.get(), pointers);
+}
+
+/// Launches a typed view of a library kernel: arguments convert to its parameters at compile
+/// time, as for a __global__ function.
+template <class... Params, class... Args>
+void launch(stream_ref stream, const launch_config& config,
+            const typed_library_kernel<void(Params...)>& kernel, Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args),
+                "curt::launch: the number of arguments differs from the kernel's parameters");
+  if constexpr (sizeof...(Params) == sizeof...(Args)) {
+    constexpr bool convertible =
+        detail::check_arguments<std::tuple<Params...>, std::tuple<Args&&...>>(
+            std::index_sequence_for<Params...>{});
+    if constexpr (convertible)
+      detail::launch_library_converted<Params...>(config.native(stream.get()), kernel.get(),
+                                                  std::index_sequence_for<Params...>{},
+                                                  std::forward<Args>(args)...);
+  }
+}
+
+/// A non-owning library handle.
+class library_ref {
+ public:
+  library_ref(cudaLibrary_t handle) noexcept : handle_(handle) {}  // NOLINT: implicit by design
+
+  cudaLibrary_t get() const { return native("get()"); }
+  bool valid() const noexcept { return !detail::is_state_handle(handle_); }
+
+  /// The kernel `name` (extern "C" or a lowered name: rtc::compiled::lowered_name); a name the
+  /// library lacks throws, naming the kernels it has.
+  library_kernel kernel(const std::string& name) const {
+    cudaKernel_t kernel = nullptr;
+    const cudaLibrary_t library = native("kernel()");
+    const int result =
+        CURT_DETAIL_DRIVER_FUNCTION(cuLibraryGetKernel, 12000)(&kernel, library, name.c_str());
+    if (CURT_UNLIKELY(result != 0))
+      detail::throw_error(std::error_code(result, driver_category()),
+                          detail::fmt("cuLibraryGetKernel(\"%s\")", name.c_str()), __FILE__,
+                          __LINE__, [&] { return missing(name, "kernel"); });
+    return library_kernel(kernel);
+  }
+
+  /// The names of the library's kernels, demangled (CUDA 12.4+).
+  std::vector<std::string> kernel_names() const {
+    const cudaLibrary_t library = native("kernel_names()");
+    unsigned count = 0;
+    detail::check_runtime(
+        CURT_DETAIL_DRIVER_FUNCTION(cuLibraryGetKernelCount, 12040)(&count, library),
+        "cuLibraryGetKernelCount(library)", __FILE__, __LINE__);
+    std::vector<cudaKernel_t> kernels(count);
+    detail::check_runtime(CURT_DETAIL_DRIVER_FUNCTION(cuLibraryEnumerateKernels, 12040)(
+                              kernels.data(), count, library),
+                          "cuLibraryEnumerateKernels(library)", __FILE__, __LINE__);
+    std::vector<std::string> names;
+    for (cudaKernel_t k : kernels) names.push_back(detail::library_kernel_name(k));
+    return names;
+  }
+
+  /// The global (__device__ or __constant__) variable `name` of type T in device d's context
+  /// (the current one of d, else d's primary context); throws when its size is not sizeof(T)
+  /// (for T = E[], not a multiple of sizeof(E)).
+  template <class T>
+  library_variable<T> global(device d, const std::string& name) const {
+    device_guard guard(d);
+    return variable<T>(CURT_DETAIL_DRIVER_FUNCTION(cuLibraryGetGlobal, 12000), name,
+                       "cuLibraryGetGlobal", "global variable");
+  }
+  /// The managed (__managed__) variable `name` of type T, size checked as for global(). The
+  /// driver registers it when the library is loaded into a context: d's is loaded first.
+  template <class T>
+  library_variable<T> managed(device d, const std::string& name) const {
+    device_guard guard(d);
+    CUmodule module = nullptr;
+    detail::check_runtime(
+        CURT_DETAIL_DRIVER_FUNCTION(cuLibraryGetModule, 12000)(&module, native("managed()")),
+        detail::fmt("cuLibraryGetModule(library, device %d)", d.ordinal()).c_str(), __FILE__,
+        __LINE__);
+    return variable<T>(CURT_DETAIL_DRIVER_FUNCTION(cuLibraryGetManaged, 12000), name,
+                       "cuLibraryGetManaged", "managed variable");
+  }
+
+ protected:
+  cudaLibrary_t native(const char* operation) const {
+    return detail::usable_handle(handle_, "curt::library", operation);
+  }
+  cudaLibrary_t handle_;
+
+ private:
+  template <class T, class Get>
+  library_variable<T> variable(Get lookup, const std::string& name, const char* call,
+                               const char* what) const {
+    using element = std::remove_all_extents_t<T>;
+    unsigned long long pointer = 0;
+    std::size_t bytes = 0;
+    const int result = lookup(&pointer, &bytes, native(call), name.c_str());
+    if (CURT_UNLIKELY(result != 0))
+      detail::throw_error(std::error_code(result, driver_category()),
+                          detail::fmt("%s(\"%s\")", call, name.c_str()), __FILE__, __LINE__,
+                          [&] { return result == 500 ? missing(name, what) : std::string(); });
+    constexpr bool unbounded = std::is_array_v<T> && std::extent_v<T> == 0;
+    std::size_t expected = 0;
+    if constexpr (!unbounded) expected = sizeof(T);
+    if (unbounded ? bytes % sizeof(element) != 0 : bytes != expected)
+      detail::raise(cudaErrorInvalidValue, detail::fmt("%s(\"%s\")", call, name.c_str()),
+                    unbounded ? detail::fmt("the %s has %zu B, not a whole number of %zu-byte "
+                                            "elements", what, bytes, sizeof(element))
+                              : detail::fmt("the %s has %zu B, but the requested type has %zu B",
+                                            what, bytes, expected),
+                    __FILE__, __LINE__);
+    return library_variable<T>(reinterpret_cast<element*>(static_cast<std::uintptr_t>(pointer)),
+                               bytes);
+  }
+  // Why a name was not found: the kernels the library has (mangled names are C++ functions).
+  CURT_COLD std::string missing(const std::string& name, const char* what) const {
+    std::string text = detail::fmt("the library has no %s \"%s\"", what, name.c_str());
+    try {
+      std::string names;
+      for (const std::string& k : kernel_names()) names += (names.empty() ? "" : ", ") + k;
+      text += detail::fmt("; its kernels: %s", names.empty() ? "none" : names.c_str());
+    } catch (const cuda_error&) {  // a driver older than 12.4: no list
+    }
+    return text + " (a C++ name is mangled: declare it extern \"C\", or look it up by the "
+                  "lowered name of a name expression, curt::rtc::compiled::lowered_name)";
+  }
+};
+
+namespace detail {
+struct library_traits {
+  static void destroy(library_ref& l, no_state&) {
+    report(CURT_DETAIL_DRIVER_FUNCTION(cuLibraryUnload, 12000)(l.get()), "cuLibraryUnload",
+           __FILE__, __LINE__);
+  }
+};
+}  // namespace detail
+
+/// A loaded library, unloaded (cuLibraryUnload) on destruction. Move-only.
+class library : public detail::unique_handle<library_ref, detail::library_traits> {
+  using base = detail::unique_handle<library_ref, detail::library_traits>;
+
+ public:
+  /// Loads a CUBIN, fatbin or NUL-terminated PTX image (the driver copies it). A failure throws
+  /// with the JIT's error log.
+  explicit library(const void* image, const library_options& options = {})
+      : base(load(image, nullptr, options)) {}
+  /// Loads a CUBIN, fatbin or PTX file.
+  static library from_file(const std::string& path, const library_options& options = {}) {
+    return library(load(nullptr, path.c_str(), options));
+  }
+  explicit library(no_handle_t) noexcept : base(no_handle) {}
+  /// Takes ownership of a loaded library (not null).
+  static library from_native_handle(cudaLibrary_t handle) {
+    if (handle == nullptr || detail::is_state_handle(handle))
+      detail::raise(cudaErrorInvalidResourceHandle, "curt::library::from_native_handle",
+                    "only a loaded library can be owned, not null", __FILE__, __LINE__);
+    return library(handle);
+  }
+
+ private:
+  explicit library(cudaLibrary_t handle) noexcept : base(handle) {}
+
+  static cudaLibrary_t load(const void* image, const char* path, const library_options& o) {
+    std::string errors(16384, '\0');  // the JIT's error log (CU_JIT_ERROR_LOG_BUFFER, 5 and 6)
+    std::vector<int> keys = o.keys();
+    std::vector<void*> values = o.values();
+    keys.insert(keys.end(), {5, 6});
+    values.insert(values.end(), {errors.data(), reinterpret_cast<void*>(errors.size() - 1)});
+    cudaLibrary_t library = nullptr;
+    const auto count = static_cast<unsigned>(keys.size());
+    const int result =
+        path ? CURT_DETAIL_DRIVER_FUNCTION(cuLibraryLoadFromFile, 12000)(
+                   &library, path, keys.data(), values.data(), count, nullptr, nullptr, 0)
+             : CURT_DETAIL_DRIVER_FUNCTION(cuLibraryLoadData, 12000)(
+                   &library, image, keys.data(), values.data(), count, nullptr, nullptr, 0);
+    if (CURT_UNLIKELY(result != 0)) {
+      errors.resize(errors.find('\0'));
+      detail::throw_error(
+          std::error_code(result, driver_category()),
+          path ? detail::fmt("cuLibraryLoadFromFile(\"%s\")", path)
+               : detail::fmt("cuLibraryLoadData(%s image)", image_kind(image)),
+          __FILE__, __LINE__, errors.empty() ? "" : "JIT error log:\n" + errors);
+    }
+    return library;
+  }
+  // What an image holds, by its first bytes (for messages).
+  static const char* image_kind(const void* image) {
+    if (image == nullptr) return "null";
+    const auto* bytes = static_cast<const unsigned char*>(image);
+    if (bytes[0] == 0x7f && bytes[1] == 'E' && bytes[2] == 'L' && bytes[3] == 'F') return "CUBIN";
+    if (bytes[0] == 0x50 && bytes[1] == 0xed && bytes[2] == 0x55 && bytes[3] == 0xba)
+      return "fatbin";
+    return "PTX";
+  }
+};
+
+}  // namespace curt

@@ -1,0 +1,1 @@
+#include <curt/execution/library.hpp>  // a kept public path
