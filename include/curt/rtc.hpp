@@ -1,0 +1,376 @@
+// curt/rtc.hpp: CUDA C++ compiled at run time with NVRTC, and linked with nvJitLink (opt-in:
+// needs nvrtc.h, nvJitLink.h and their libraries; CMake's target curt::rtc brings them).
+//
+//   curt::rtc::program saxpy("saxpy.cu", source);
+//   saxpy.add_name_expression("saxpy<float>");                 // a template's instantiation
+//   curt::rtc::compiled code = saxpy.compile(curt::rtc::options().architecture(device)
+//                                                .cpp_standard(17).fast_math());
+//   curt::library lib(code.image());                           // <curt/library.hpp>
+//   curt::library_kernel k = lib.kernel(code.lowered_name("saxpy<float>"));
+//
+// A program is plain data (source, headers, name expressions); compile() makes an NVRTC program,
+// compiles it and destroys it, also when it fails. A failed compilation throws rtc::error
+// carrying NVRTC's whole log (its "name(line): error: ..." lines intact) and the options used;
+// a success keeps the log (warnings) in compiled::log(). Nothing here needs a GPU or a driver,
+// except architecture(device), which reads the device's compute capability.
+#pragma once
+
+#if !__has_include(<nvrtc.h>) || !__has_include(<nvJitLink.h>)
+#  error "<curt/rtc.hpp> needs NVRTC's <nvrtc.h> and <nvJitLink.h>: link curt::rtc (CMake)"
+#endif
+
+#include <curt/core/device.hpp>
+#include <curt/core/error.hpp>
+#include <curt/execution/library.hpp>
+
+#include <nvJitLink.h>
+#include <nvrtc.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace curt {
+namespace detail {
+class nvrtc_category_impl final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "nvrtc"; }
+  std::string message(int code) const override {
+    return nvrtcGetErrorString(static_cast<nvrtcResult>(code));
+  }
+};
+class nvjitlink_category_impl final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "nvjitlink"; }
+  std::string message(int code) const override {  // nvJitLink has no text of its own
+    static const char* const names[] = {
+        "NVJITLINK_SUCCESS", "NVJITLINK_ERROR_UNRECOGNIZED_OPTION", "NVJITLINK_ERROR_MISSING_ARCH",
+        "NVJITLINK_ERROR_INVALID_INPUT", "NVJITLINK_ERROR_PTX_COMPILE",
+        "NVJITLINK_ERROR_NVVM_COMPILE", "NVJITLINK_ERROR_INTERNAL"};
+    return code >= 0 && code < 7 ? names[code] : fmt("nvJitLinkResult %d", code);
+  }
+};
+}  // namespace detail
+
+/// The error categories of nvrtcResult and nvJitLinkResult values (never destroyed).
+inline const std::error_category& nvrtc_category() noexcept {
+  static const auto* category = new detail::nvrtc_category_impl;
+  return *category;
+}
+inline const std::error_category& nvjitlink_category() noexcept {
+  static const auto* category = new detail::nvjitlink_category_impl;
+  return *category;
+}
+
+namespace rtc {
+
+/// A failed compilation or link: what() names the program, the options and the whole log;
+/// log() and options() give them alone.
+class error : public cuda_error {
+ public:
+  using cuda_error::cuda_error;
+  error(std::error_code code, std::string call, std::string log, std::string options,
+        const char* file, int line)
+      : cuda_error(code, std::move(call),
+                   detail::fmt("options: %s; log:\n%s",
+                               options.empty() ? "(none)" : options.c_str(), log.c_str()),
+                   detail::location(file, line)),
+        log_(std::move(log)),
+        options_(std::move(options)) {}
+  const std::string& log() const noexcept { return log_; }
+  const std::string& options() const noexcept { return options_; }
+
+ private:
+  std::string log_;
+  std::string options_;
+};
+
+}  // namespace rtc
+
+namespace detail {
+/// Throws rtc::error for a failed NVRTC call other than the compilation (which has a log).
+inline void check_nvrtc(nvrtcResult result, const char* function, const std::string& program,
+                        int line) {
+  if (CURT_UNLIKELY(result != NVRTC_SUCCESS))
+    throw rtc::error(std::error_code(result, nvrtc_category()),
+                     fmt("%s(%s)", function, program.c_str()), "", location(__FILE__, line));
+}
+}  // namespace detail
+
+namespace rtc {
+
+/// NVRTC options, by name or raw (see NVRTC's documentation for the whole list).
+class options {
+ public:
+  /// Code for `d`: CUBIN for its sm_XY where NVRTC supports it; for a device newer than this
+  /// NVRTC, PTX of the newest architecture it knows (the driver compiles that for the device).
+  options& architecture(device d) {
+    const compute_capability cc = d.compute_capability();
+    int count = 0;
+    detail::check_nvrtc(nvrtcGetNumSupportedArchs(&count), "nvrtcGetNumSupportedArchs", "",
+                        __LINE__);
+    std::vector<int> archs(static_cast<std::size_t>(count));
+    detail::check_nvrtc(nvrtcGetSupportedArchs(archs.data()), "nvrtcGetSupportedArchs", "",
+                        __LINE__);
+    if (!archs.empty() && cc.as_int() > archs.back())
+      return architecture({archs.back() / 10, archs.back() % 10}, false);
+    return architecture(cc);
+  }
+  /// -arch=sm_XY (real code: CUBIN), or -arch=compute_XY (PTX only) with real_code false.
+  options& architecture(compute_capability cc, bool real_code = true) {
+    return add(detail::fmt("-arch=%s_%d", real_code ? "sm" : "compute", cc.as_int()));
+  }
+  options& cpp_standard(int year) { return add(detail::fmt("-std=c++%02d", year % 100)); }
+  options& define(const std::string& name, const std::string& value = {}) {
+    return add("-D" + name + (value.empty() ? "" : "=" + value));
+  }
+  options& include_path(const std::string& directory) { return add("-I" + directory); }
+  options& fast_math() { return add("--use_fast_math"); }
+  options& line_info() { return add("-lineinfo"); }
+  options& debug_info() { return add("-G"); }
+  /// -rdc=true: device functions may be called across programs (linked with rtc::linker).
+  options& relocatable_device_code() { return add("-rdc=true"); }
+  /// -dlto: LTO-IR for rtc::linker instead of PTX/CUBIN.
+  options& link_time_optimization() { return add("-dlto"); }
+  /// Any option as NVRTC spells it ("-maxrregcount=64").
+  options& add(std::string option) {
+    list_.push_back(std::move(option));
+    return *this;
+  }
+
+  const std::vector<std::string>& list() const noexcept { return list_; }
+  /// The options joined with spaces, for messages.
+  std::string text() const {
+    std::string text;
+    for (const std::string& o : list_) text += (text.empty() ? "" : " ") + o;
+    return text;
+  }
+
+ private:
+  std::vector<std::string> list_;
+};
+
+/// What a compilation (or a link) made: PTX, CUBIN (for a real sm_XY), LTO-IR (-dlto), the log,
+/// and the lowered names of the program's name expressions.
+class compiled {
+ public:
+  const std::string& name() const noexcept { return name_; }
+  const std::string& ptx() const noexcept { return ptx_; }            // empty when none
+  const std::vector<char>& cubin() const noexcept { return cubin_; }  // empty when none
+  const std::vector<char>& lto_ir() const noexcept { return lto_ir_; }
+  /// The compiler's messages (warnings); empty when it had none.
+  const std::string& log() const noexcept { return log_; }
+  const std::string& options() const noexcept { return options_; }
+
+  /// What curt::library loads: the CUBIN where there is one, else the PTX (NUL-terminated).
+  const void* image() const {
+    if (!cubin_.empty()) return cubin_.data();
+    if (!ptx_.empty()) return ptx_.c_str();
+    detail::raise(cudaErrorInvalidValue,
+                  detail::fmt("curt::rtc::compiled::image(%s)", name_.c_str()),
+                  "this code has no PTX and no CUBIN (LTO-IR only, -dlto): link it first with "
+                  "curt::rtc::linker", __FILE__, __LINE__);
+  }
+
+  /// The mangled name of a name expression added before compiling ("saxpy<float>"), for
+  /// library::kernel() and global().
+  const std::string& lowered_name(const std::string& expression) const {
+    for (const auto& entry : lowered_)
+      if (entry.first == expression) return entry.second;
+    std::string added;
+    for (const auto& entry : lowered_)
+      added += (added.empty() ? "\"" : ", \"") + entry.first + "\"";
+    throw error(std::error_code(NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID, nvrtc_category()),
+                detail::fmt("curt::rtc::compiled::lowered_name(\"%s\")", expression.c_str()),
+                detail::fmt("\"%s\" was not added to program %s before compiling (%s%s); add it "
+                            "with program::add_name_expression", expression.c_str(), name_.c_str(),
+                            added.empty() ? "none was" : "added: ", added.c_str()),
+                detail::location(__FILE__, __LINE__));
+  }
+
+ private:
+  friend class program;
+  friend class linker;
+  std::string name_, ptx_, log_, options_;
+  std::vector<char> cubin_, lto_ir_;
+  std::vector<std::pair<std::string, std::string>> lowered_;
+};
+
+/// A header a program may #include by `name`.
+struct header {
+  std::string name;
+  std::string source;
+};
+
+/// CUDA C++ source with its name (used in the log's "name(line)"), headers and name expressions.
+class program {
+ public:
+  program(std::string name, std::string source, std::vector<header> headers = {})
+      : name_(std::move(name)), source_(std::move(source)), headers_(std::move(headers)) {}
+
+  program& add_header(std::string name, std::string source) {
+    headers_.push_back({std::move(name), std::move(source)});
+    return *this;
+  }
+  /// A kernel or variable named as C++ names it ("saxpy<float>", "&table"), for its lowered
+  /// name in compiled::lowered_name; a template is instantiated this way.
+  program& add_name_expression(std::string expression) {
+    expressions_.push_back(std::move(expression));
+    return *this;
+  }
+
+  const std::string& name() const noexcept { return name_; }
+  const std::string& source() const noexcept { return source_; }
+
+  /// Compiles; throws rtc::error with NVRTC's log and the options when it fails.
+  compiled compile(const options& o = options()) const {
+    std::vector<const char*> header_sources, header_names, option_texts;
+    for (const header& h : headers_) {
+      header_sources.push_back(h.source.c_str());
+      header_names.push_back(h.name.c_str());
+    }
+    for (const std::string& option : o.list()) option_texts.push_back(option.c_str());
+    const std::string call = detail::fmt("curt::rtc::program::compile(%s)", name_.c_str());
+    nvrtcProgram p = nullptr;
+    detail::check_nvrtc(nvrtcCreateProgram(&p, source_.c_str(), name_.c_str(),
+                                           static_cast<int>(headers_.size()),
+                                           header_sources.data(), header_names.data()),
+                        "nvrtcCreateProgram", name_, __LINE__);
+    struct destroy {  // nvrtcDestroyProgram on every path
+      nvrtcProgram& p;
+      ~destroy() { (void)nvrtcDestroyProgram(&p); }
+    } destroy_program{p};
+    for (const std::string& expression : expressions_)
+      detail::check_nvrtc(nvrtcAddNameExpression(p, expression.c_str()), "nvrtcAddNameExpression",
+                          name_, __LINE__);
+    compiled out;
+    out.name_ = name_;
+    out.options_ = o.text();
+    const nvrtcResult result =
+        nvrtcCompileProgram(p, static_cast<int>(option_texts.size()), option_texts.data());
+    out.log_ = read<std::string>(p, nvrtcGetProgramLogSize, nvrtcGetProgramLog);
+    if (result != NVRTC_SUCCESS)
+      throw error(std::error_code(result, nvrtc_category()), call, out.log_, out.options_,
+                  __FILE__, __LINE__);
+    out.ptx_ = read<std::string>(p, nvrtcGetPTXSize, nvrtcGetPTX);
+    out.cubin_ = read<std::vector<char>>(p, nvrtcGetCUBINSize, nvrtcGetCUBIN);
+    out.lto_ir_ = read<std::vector<char>>(p, nvrtcGetLTOIRSize, nvrtcGetLTOIR);
+    for (const std::string& expression : expressions_) {
+      const char* lowered = nullptr;
+      detail::check_nvrtc(nvrtcGetLoweredName(p, expression.c_str(), &lowered),
+                          "nvrtcGetLoweredName", name_, __LINE__);
+      out.lowered_.emplace_back(expression, lowered);
+    }
+    return out;
+  }
+
+ private:
+  // One of NVRTC's outputs; empty when the compilation made none of that kind. Text loses the
+  // NUL NVRTC counts, and trailing newlines; binaries stay as they are.
+  template <class Bytes>
+  static Bytes read(nvrtcProgram p, nvrtcResult (*size_of)(nvrtcProgram, std::size_t*),
+                    nvrtcResult (*get)(nvrtcProgram, char*)) {
+    std::size_t size = 0;
+    if (size_of(p, &size) != NVRTC_SUCCESS || size == 0) return Bytes();
+    Bytes bytes(size, '\0');
+    if (get(p, bytes.data()) != NVRTC_SUCCESS) return Bytes();
+    if constexpr (std::is_same_v<Bytes, std::string>)
+      while (!bytes.empty() && (bytes.back() == '\0' || bytes.back() == '\n')) bytes.pop_back();
+    return bytes;
+  }
+
+  std::string name_, source_;
+  std::vector<header> headers_;
+  std::vector<std::string> expressions_;
+};
+
+/// Links the LTO-IR (or PTX, CUBIN) of several compilations into one CUBIN with nvJitLink:
+///   curt::rtc::linker({"-arch=sm_90", "-lto"}).add(a).add(b).link()
+/// Programs that call each other's device functions are compiled with
+/// relocatable_device_code() and, for LTO, link_time_optimization().
+class linker {
+ public:
+  explicit linker(std::vector<std::string> options) : options_(std::move(options)) {}
+  /// For `d`: -arch=sm_XY and -lto.
+  explicit linker(device d)
+      : linker({detail::fmt("-arch=sm_%d", d.compute_capability().as_int()), "-lto"}) {}
+
+  /// Adds what `part` holds: its LTO-IR, else its CUBIN, else its PTX. `part` must outlive
+  /// link().
+  linker& add(const compiled& part) {
+    parts_.push_back(&part);
+    return *this;
+  }
+
+  /// The linked CUBIN (in compiled::cubin()), with nvJitLink's info log; throws rtc::error with
+  /// its error log when the link fails.
+  compiled link() const {
+    std::vector<const char*> texts;
+    std::string joined;
+    for (const std::string& option : options_) {
+      texts.push_back(option.c_str());
+      joined += (joined.empty() ? "" : " ") + option;
+    }
+    nvJitLinkHandle handle = nullptr;
+    nvJitLinkResult result =
+        nvJitLinkCreate(&handle, static_cast<std::uint32_t>(texts.size()), texts.data());
+    struct destroy {  // nvJitLinkDestroy on every path
+      nvJitLinkHandle& h;
+      ~destroy() {
+        if (h) (void)nvJitLinkDestroy(&h);
+      }
+    } destroy_linker{handle};
+    for (std::size_t i = 0; result == NVJITLINK_SUCCESS && i < parts_.size(); ++i) {
+      const compiled& part = *parts_[i];
+      if (!part.lto_ir().empty())
+        result = nvJitLinkAddData(handle, NVJITLINK_INPUT_LTOIR, part.lto_ir().data(),
+                                  part.lto_ir().size(), part.name().c_str());
+      else if (!part.cubin().empty())
+        result = nvJitLinkAddData(handle, NVJITLINK_INPUT_CUBIN, part.cubin().data(),
+                                  part.cubin().size(), part.name().c_str());
+      else
+        result = nvJitLinkAddData(handle, NVJITLINK_INPUT_PTX, part.ptx().c_str(),
+                                  part.ptx().size() + 1, part.name().c_str());
+    }
+    if (result == NVJITLINK_SUCCESS) result = nvJitLinkComplete(handle);
+    compiled out;
+    out.name_ = "linked";
+    for (const compiled* part : parts_) out.name_ += " " + part->name();
+    out.options_ = joined;
+    if (result != NVJITLINK_SUCCESS) {
+      std::string log = handle ? read(handle, nvJitLinkGetErrorLogSize, nvJitLinkGetErrorLog) : "";
+      throw error(std::error_code(result, nvjitlink_category()),
+                  detail::fmt("curt::rtc::linker::link(%s)", out.name_.c_str()), log, joined,
+                  __FILE__, __LINE__);
+    }
+    out.log_ = read(handle, nvJitLinkGetInfoLogSize, nvJitLinkGetInfoLog);
+    std::size_t size = 0;
+    if (nvJitLinkGetLinkedCubinSize(handle, &size) == NVJITLINK_SUCCESS && size > 0) {
+      out.cubin_.resize(size);
+      if (nvJitLinkGetLinkedCubin(handle, out.cubin_.data()) != NVJITLINK_SUCCESS)
+        out.cubin_.clear();
+    }
+    return out;
+  }
+
+ private:
+  static std::string read(nvJitLinkHandle h, nvJitLinkResult (*size_of)(nvJitLinkHandle, size_t*),
+                          nvJitLinkResult (*get)(nvJitLinkHandle, char*)) {
+    std::size_t size = 0;
+    if (size_of(h, &size) != NVJITLINK_SUCCESS || size == 0) return {};
+    std::string text(size, '\0');
+    if (get(h, text.data()) != NVJITLINK_SUCCESS) return {};
+    while (!text.empty() && (text.back() == '\0' || text.back() == '\n')) text.pop_back();
+    return text;
+  }
+
+  std::vector<std::string> options_;
+  std::vector<const compiled*> parts_;
+};
+
+}  // namespace rtc
+}  // namespace curt
