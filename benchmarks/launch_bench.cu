@@ -15,6 +15,10 @@
 // and through curt; the GPU does the same work, so the times should match.
 // paired/...: raw and curt alternate batch by batch in one benchmark (see "Paired host cost");
 // the most precise measure of curt's host overhead, since machine drift hits both alike.
+// paired/launch/library_args[_typed] (where curt::rtc is built, CURT_BENCH_HAS_RTC): the args
+// kernel compiled at start-up with NVRTC and loaded as a curt::library; the driver's
+// cuLaunchKernelEx of its CUkernel against curt::launch of the library_kernel (argument sizes
+// checked against its layout) and of its typed view.
 //
 // Run the variants interleaved and report medians:
 //   launch_bench --benchmark_enable_random_interleaving=true --benchmark_repetitions=10
@@ -28,6 +32,11 @@
 #include "harness.hpp"
 
 #include <curt/curt.hpp>
+#if defined(CURT_BENCH_HAS_RTC)
+#  include <curt/driver.hpp>
+#  include <curt/library.hpp>
+#  include <curt/rtc.hpp>
+#endif
 
 #include <benchmark/benchmark.h>
 
@@ -92,7 +101,19 @@ struct context {
   device_floats x{kSaxpyElements};
   device_floats y{kSaxpyElements};
 
+#if defined(CURT_BENCH_HAS_RTC)
+  // args_kernel's twin, compiled at run time for this device.
+  curt::library library{curt::no_handle};
+  explicit context(curt::device d) : device(d), stream(d), other(d) {
+    const char* source = "extern \"C\" __global__ void args_kernel(float* data, int n, float v) {"
+                         " if (n < 0) data[0] = v; }";
+    library = curt::library(curt::rtc::program("args_kernel.cu", source)
+                                .compile(curt::rtc::options().architecture(d))
+                                .image());
+  }
+#else
   explicit context(curt::device d) : device(d), stream(d), other(d) {}
+#endif
 };
 
 context* g = nullptr;
@@ -499,6 +520,41 @@ void paired_launch_args(benchmark::State& state) {
       });
 }
 
+#if defined(CURT_BENCH_HAS_RTC)
+// The library's args_kernel: the driver's cuLaunchKernelEx of its CUkernel with a CUlaunchConfig
+// built once, against curt::launch of the library_kernel (Typed: of its typed view).
+template <bool Typed>
+void paired_launch_library(benchmark::State& state) {
+  const curt::library_kernel kernel = g->library.kernel("args_kernel");
+  const auto typed = kernel.as<void(float*, int, float)>();
+  const auto launch_ex = CURT_DRIVER_FUNCTION(cuLaunchKernelEx, 11060);
+  CUlaunchConfig raw{};
+  raw.gridDimX = raw.gridDimY = raw.gridDimZ = 1;
+  raw.blockDimX = raw.blockDimY = raw.blockDimZ = 1;
+  raw.hStream = g->stream.get();
+  const CUfunction function = reinterpret_cast<CUfunction>(kernel.get());
+  const curt::launch_config config = curt_config(feature::plain);
+  const curt::stream_ref stream = g->stream;
+  float* data = g->args_buffer.get();
+  int n = 1;
+  float value = 2.0f;
+  void* arguments[] = {&data, &n, &value};
+  paired(
+      state,
+      [&] {
+        for (int i = 0; i < kPairBatch; ++i) (void)launch_ex(&raw, function, arguments, nullptr);
+      },
+      [&] {
+        for (int i = 0; i < kPairBatch; ++i) {
+          if constexpr (Typed)
+            curt::launch(stream, config, typed, data, n, value);
+          else
+            curt::launch(stream, config, kernel, data, n, value);
+        }
+      });
+}
+#endif
+
 void paired_event_record(benchmark::State& state) {
   const curt::event event(g->device);  // no timing
   const cudaStream_t stream = g->stream;
@@ -594,6 +650,10 @@ void register_benchmarks() {
   add("paired/launch/cluster2", paired_launch_empty<feature::cluster>, 2 * kPairBatch);
   add("paired/launch/pdl", paired_launch_empty<feature::pdl>, 2 * kPairBatch);
   add("paired/launch/args", paired_launch_args, 2 * kPairBatch);
+#if defined(CURT_BENCH_HAS_RTC)
+  add("paired/launch/library_args", paired_launch_library<false>, 2 * kPairBatch);
+  add("paired/launch/library_args_typed", paired_launch_library<true>, 2 * kPairBatch);
+#endif
   add("paired/event_record/no_timing", paired_event_record, 2 * kPairBatch);
   add("paired/stream_wait_event", paired_stream_wait, 2 * kPairBatch);
   add("paired/stream_wait_stream", paired_stream_wait_stream<curt::stream_ref>, 2 * kPairBatch);
@@ -612,6 +672,10 @@ void warm_up() {
   args_kernel<<<1, 1, 0, stream>>>(g->args_buffer.get(), 1, 2.0f);
   saxpy_kernel<<<saxpy_grid(), kSaxpyBlockThreads, 0, stream>>>(g->x.get(), g->y.get(),
                                                                 kSaxpyElements, 0.5f);
+#if defined(CURT_BENCH_HAS_RTC)
+  curt::launch(g->stream, curt_config(feature::plain), g->library.kernel("args_kernel"),
+               g->args_buffer.get(), 1, 2.0f);
+#endif
   CURT_CHECK(cudaGetLastError());
   g->stream.synchronize();
 }
