@@ -36,33 +36,31 @@
 
 namespace curt {
 namespace detail {
-class nvrtc_category_impl final : public std::error_category {
+class rtc_category_impl final : public std::error_category {
  public:
-  const char* name() const noexcept override { return "nvrtc"; }
+  explicit rtc_category_impl(bool nvrtc) noexcept : nvrtc_(nvrtc) {}
+  const char* name() const noexcept override { return nvrtc_ ? "nvrtc" : "nvjitlink"; }
   std::string message(int code) const override {
-    return nvrtcGetErrorString(static_cast<nvrtcResult>(code));
-  }
-};
-class nvjitlink_category_impl final : public std::error_category {
- public:
-  const char* name() const noexcept override { return "nvjitlink"; }
-  std::string message(int code) const override {  // nvJitLink has no text of its own
-    static const char* const names[] = {
+    if (nvrtc_) return nvrtcGetErrorString(static_cast<nvrtcResult>(code));
+    static const char* const names[] = {  // nvJitLink has no text of its own
         "NVJITLINK_SUCCESS", "NVJITLINK_ERROR_UNRECOGNIZED_OPTION", "NVJITLINK_ERROR_MISSING_ARCH",
         "NVJITLINK_ERROR_INVALID_INPUT", "NVJITLINK_ERROR_PTX_COMPILE",
         "NVJITLINK_ERROR_NVVM_COMPILE", "NVJITLINK_ERROR_INTERNAL"};
     return code >= 0 && code < 7 ? names[code] : fmt("nvJitLinkResult %d", code);
   }
+
+ private:
+  bool nvrtc_;
 };
 }  // namespace detail
 
 /// The error categories of nvrtcResult and nvJitLinkResult values (never destroyed).
 inline const std::error_category& nvrtc_category() noexcept {
-  static const auto* category = new detail::nvrtc_category_impl;
+  static const auto* category = new detail::rtc_category_impl(true);
   return *category;
 }
 inline const std::error_category& nvjitlink_category() noexcept {
-  static const auto* category = new detail::nvjitlink_category_impl;
+  static const auto* category = new detail::rtc_category_impl(false);
   return *category;
 }
 
@@ -92,6 +90,24 @@ class error : public cuda_error {
 }  // namespace rtc
 
 namespace detail {
+// `list` joined with spaces, for messages.
+inline std::string join(const std::vector<std::string>& list) {
+  std::string text;
+  for (const std::string& item : list) text += (text.empty() ? "" : " ") + item;
+  return text;
+}
+// One output of NVRTC or nvJitLink; empty when there is none of that kind. Text loses the NUL
+// counted in its size, and trailing newlines; binaries stay as they are.
+template <class Bytes, class Handle, class Result, class Out>
+Bytes read_output(Handle h, Result (*size_of)(Handle, std::size_t*), Result (*get)(Handle, Out*)) {
+  std::size_t size = 0;
+  if (size_of(h, &size) != 0 || size == 0) return Bytes();
+  Bytes bytes(size, '\0');
+  if (get(h, bytes.data()) != 0) return Bytes();
+  if constexpr (std::is_same_v<Bytes, std::string>)
+    while (!bytes.empty() && (bytes.back() == '\0' || bytes.back() == '\n')) bytes.pop_back();
+  return bytes;
+}
 /// Throws rtc::error for a failed NVRTC call other than the compilation (which has a log).
 inline void check_nvrtc(nvrtcResult result, const char* function, const std::string& program,
                         int line) {
@@ -144,11 +160,7 @@ class options {
 
   const std::vector<std::string>& list() const noexcept { return list_; }
   /// The options joined with spaces, for messages.
-  std::string text() const {
-    std::string text;
-    for (const std::string& o : list_) text += (text.empty() ? "" : " ") + o;
-    return text;
-  }
+  std::string text() const { return detail::join(list_); }
 
  private:
   std::vector<std::string> list_;
@@ -252,13 +264,13 @@ class program {
     out.options_ = o.text();
     const nvrtcResult result =
         nvrtcCompileProgram(p, static_cast<int>(option_texts.size()), option_texts.data());
-    out.log_ = read<std::string>(p, nvrtcGetProgramLogSize, nvrtcGetProgramLog);
+    out.log_ = detail::read_output<std::string>(p, nvrtcGetProgramLogSize, nvrtcGetProgramLog);
     if (result != NVRTC_SUCCESS)
       throw error(std::error_code(result, nvrtc_category()), call, out.log_, out.options_,
                   __FILE__, __LINE__);
-    out.ptx_ = read<std::string>(p, nvrtcGetPTXSize, nvrtcGetPTX);
-    out.cubin_ = read<std::vector<char>>(p, nvrtcGetCUBINSize, nvrtcGetCUBIN);
-    out.lto_ir_ = read<std::vector<char>>(p, nvrtcGetLTOIRSize, nvrtcGetLTOIR);
+    out.ptx_ = detail::read_output<std::string>(p, nvrtcGetPTXSize, nvrtcGetPTX);
+    out.cubin_ = detail::read_output<std::vector<char>>(p, nvrtcGetCUBINSize, nvrtcGetCUBIN);
+    out.lto_ir_ = detail::read_output<std::vector<char>>(p, nvrtcGetLTOIRSize, nvrtcGetLTOIR);
     for (const std::string& expression : expressions_) {
       const char* lowered = nullptr;
       detail::check_nvrtc(nvrtcGetLoweredName(p, expression.c_str(), &lowered),
@@ -269,20 +281,6 @@ class program {
   }
 
  private:
-  // One of NVRTC's outputs; empty when the compilation made none of that kind. Text loses the
-  // NUL NVRTC counts, and trailing newlines; binaries stay as they are.
-  template <class Bytes>
-  static Bytes read(nvrtcProgram p, nvrtcResult (*size_of)(nvrtcProgram, std::size_t*),
-                    nvrtcResult (*get)(nvrtcProgram, char*)) {
-    std::size_t size = 0;
-    if (size_of(p, &size) != NVRTC_SUCCESS || size == 0) return Bytes();
-    Bytes bytes(size, '\0');
-    if (get(p, bytes.data()) != NVRTC_SUCCESS) return Bytes();
-    if constexpr (std::is_same_v<Bytes, std::string>)
-      while (!bytes.empty() && (bytes.back() == '\0' || bytes.back() == '\n')) bytes.pop_back();
-    return bytes;
-  }
-
   std::string name_, source_;
   std::vector<header> headers_;
   std::vector<std::string> expressions_;
@@ -310,19 +308,13 @@ class linker {
   /// its error log when the link fails.
   compiled link() const {
     std::vector<const char*> texts;
-    std::string joined;
-    for (const std::string& option : options_) {
-      texts.push_back(option.c_str());
-      joined += (joined.empty() ? "" : " ") + option;
-    }
+    for (const std::string& option : options_) texts.push_back(option.c_str());
     nvJitLinkHandle handle = nullptr;
     nvJitLinkResult result =
         nvJitLinkCreate(&handle, static_cast<std::uint32_t>(texts.size()), texts.data());
     struct destroy {  // nvJitLinkDestroy on every path
       nvJitLinkHandle& h;
-      ~destroy() {
-        if (h) (void)nvJitLinkDestroy(&h);
-      }
+      ~destroy() { if (h) (void)nvJitLinkDestroy(&h); }
     } destroy_linker{handle};
     for (std::size_t i = 0; result == NVJITLINK_SUCCESS && i < parts_.size(); ++i) {
       const compiled& part = *parts_[i];
@@ -340,33 +332,23 @@ class linker {
     compiled out;
     out.name_ = "linked";
     for (const compiled* part : parts_) out.name_ += " " + part->name();
-    out.options_ = joined;
+    out.options_ = detail::join(options_);
     if (result != NVJITLINK_SUCCESS) {
-      std::string log = handle ? read(handle, nvJitLinkGetErrorLogSize, nvJitLinkGetErrorLog) : "";
+      std::string log = handle ? detail::read_output<std::string>(
+                                     handle, nvJitLinkGetErrorLogSize, nvJitLinkGetErrorLog)
+                               : "";
       throw error(std::error_code(result, nvjitlink_category()),
-                  detail::fmt("curt::rtc::linker::link(%s)", out.name_.c_str()), log, joined,
-                  __FILE__, __LINE__);
+                  detail::fmt("curt::rtc::linker::link(%s)", out.name_.c_str()), log,
+                  out.options_, __FILE__, __LINE__);
     }
-    out.log_ = read(handle, nvJitLinkGetInfoLogSize, nvJitLinkGetInfoLog);
-    std::size_t size = 0;
-    if (nvJitLinkGetLinkedCubinSize(handle, &size) == NVJITLINK_SUCCESS && size > 0) {
-      out.cubin_.resize(size);
-      if (nvJitLinkGetLinkedCubin(handle, out.cubin_.data()) != NVJITLINK_SUCCESS)
-        out.cubin_.clear();
-    }
+    out.log_ = detail::read_output<std::string>(handle, nvJitLinkGetInfoLogSize,
+                                                nvJitLinkGetInfoLog);
+    out.cubin_ = detail::read_output<std::vector<char>>(handle, nvJitLinkGetLinkedCubinSize,
+                                                       nvJitLinkGetLinkedCubin);
     return out;
   }
 
  private:
-  static std::string read(nvJitLinkHandle h, nvJitLinkResult (*size_of)(nvJitLinkHandle, size_t*),
-                          nvJitLinkResult (*get)(nvJitLinkHandle, char*)) {
-    std::size_t size = 0;
-    if (size_of(h, &size) != NVJITLINK_SUCCESS || size == 0) return {};
-    std::string text(size, '\0');
-    if (get(h, text.data()) != NVJITLINK_SUCCESS) return {};
-    while (!text.empty() && (text.back() == '\0' || text.back() == '\n')) text.pop_back();
-    return text;
-  }
 
   std::vector<std::string> options_;
   std::vector<const compiled*> parts_;

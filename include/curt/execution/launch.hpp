@@ -402,7 +402,7 @@ template <class Config>
 
 // The driver's launch of a context-independent kernel handle (a compiled kernel's, from
 // cudaGetKernel, or a library's), in the stream's own context.
-inline int launch_handle(const cudaLaunchConfig_t& config, cudaKernel_t handle, void** arguments) {
+inline int launch_native(const cudaLaunchConfig_t& config, cudaKernel_t handle, void** arguments) {
   // The driver takes 32 bits: a larger size would reach it cut short, and be accepted.
   if (CURT_UNLIKELY(config.dynamicSmemBytes > 0xffffffffu)) return cudaErrorInvalidValue;
   const dim3 g = config.gridDim, b = config.blockDim;
@@ -418,7 +418,7 @@ inline int launch_native(const cudaLaunchConfig_t& config, const void* kernel, v
   cudaKernel_t handle = nullptr;
   if (cudaError_t status = cudaGetKernel(&handle, kernel); CURT_UNLIKELY(status != cudaSuccess))
     return status;
-  return launch_handle(config, handle, arguments);
+  return launch_native(config, handle, arguments);
 }
 
 template <std::size_t Index, class Param, class Arg>
@@ -436,16 +436,34 @@ constexpr bool check_arguments(std::index_sequence<I...>) {
       ...);
 }
 
-template <class... Params, class... Args, std::size_t... I>
-inline void launch_converted(const cudaLaunchConfig_t& config, void (*kernel)(Params...),
-                             std::index_sequence<I...>, Args&&... args) {
-  // The kernel's parameters by value, in its own types, as <<<>>> would pass them.
-  using values_t = std::tuple<std::decay_t<Params>...>;
-  [[maybe_unused]] values_t values = values_t(std::forward<Args>(args)...);
-  void* pointers[sizeof...(Params) + 1] = {static_cast<void*>(&std::get<I>(values))..., nullptr};
-  int result = launch_native(config, reinterpret_cast<const void*>(kernel), pointers);
-  if (CURT_UNLIKELY(result != 0))
-    throw_launch_error(result, config, reinterpret_cast<const void*>(kernel));
+// Launches `kernel` (a __global__ function's address, or a context-independent handle such as a
+// library kernel's); a failure throws, explained.
+template <class Kernel>
+void launch_or_throw(const cudaLaunchConfig_t& config, Kernel kernel, void** arguments) {
+  if (int result = launch_native(config, kernel, arguments); CURT_UNLIKELY(result != 0))
+    throw_launch_error(result, config, static_cast<const void*>(kernel));
+}
+
+// Checks at compile time that the arguments convert to the kernel's parameters, then launches
+// the parameters by value, in the kernel's own types, as <<<>>> would pass them.
+template <class... Params, class Kernel, class... Args>
+void launch_converted(const cudaLaunchConfig_t& config, Kernel kernel, Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args),
+                "curt::launch: the number of arguments differs from the kernel's parameters");
+  if constexpr (sizeof...(Params) == sizeof...(Args)) {
+    constexpr bool convertible = check_arguments<std::tuple<Params...>, std::tuple<Args&&...>>(
+        std::index_sequence_for<Params...>{});
+    if constexpr (convertible) {  // otherwise only curt's static_assert speaks
+      using values_t = std::tuple<std::decay_t<Params>...>;
+      values_t values = values_t(std::forward<Args>(args)...);
+      std::apply(
+          [&](auto&... v) {
+            void* pointers[sizeof...(Params) + 1] = {static_cast<void*>(&v)..., nullptr};
+            launch_or_throw(config, kernel, pointers);
+          },
+          values);
+    }
+  }
 }
 
 }  // namespace detail
@@ -454,16 +472,9 @@ inline void launch_converted(const cudaLaunchConfig_t& config, void (*kernel)(Pa
 template <class... Params, class... Args>
 inline void launch(stream_ref stream, const launch_config& config, void (*kernel)(Params...),
                    Args&&... args) {
-  static_assert(sizeof...(Params) == sizeof...(Args),
-                "curt::launch: the number of arguments differs from the kernel's parameters");
-  if constexpr (sizeof...(Params) == sizeof...(Args)) {
-    constexpr bool convertible =
-        detail::check_arguments<std::tuple<Params...>, std::tuple<Args&&...>>(
-            std::index_sequence_for<Params...>{});
-    if constexpr (convertible)  // otherwise only curt's static_assert speaks
-      detail::launch_converted(config.native(stream.get()), kernel,
-                               std::index_sequence_for<Params...>{}, std::forward<Args>(args)...);
-  }
+  detail::launch_converted<Params...>(config.native(stream.get()),
+                                      reinterpret_cast<const void*>(kernel),
+                                      std::forward<Args>(args)...);
 }
 
 namespace detail {

@@ -8,15 +8,13 @@
 //   curt::launch(stream, config, typed, 2.0f, x, y, n);               // compiled kernel
 //   auto table = lib.global<float[256]>(device, "table");  // size checked; a range for copies
 //
-// Libraries are the driver's context-independent modules (CUDA 12.0+), reached through entry
-// points like every driver call of curt: no new link. Loading needs no context and makes none;
-// the driver loads the code into a context when a kernel is first used there. A launch goes
-// through curt::launch's own path (cuLaunchKernelEx in the stream's context, the same
-// launch_config and explained refusals). The run-time kernel's argument types cannot be checked
-// at compile time: an untyped launch checks the count and the size of each argument against the
-// driver's parameter layout (cuKernelGetParamInfo, 12.4+) before launching, and a typed view
-// (as<Signature>()) is checked against it once and then converts arguments at compile time.
-// A library_kernel, a typed view and a library_ref are valid while their library is loaded.
+// Libraries are the driver's context-independent modules (CUDA 12.0+, through entry points: no
+// new link). Loading needs and makes no context: the driver loads the code into a context when a
+// kernel is first used there. Launches take curt::launch's path (cuLaunchKernelEx in the stream's
+// context, explained refusals). Argument types are unknown at compile time: an untyped launch
+// checks the count and size of each argument against the driver's layout (cuKernelGetParamInfo,
+// 12.4+); a typed view (as<Signature>()) is checked once, then converts them at compile time.
+// Kernels, views and library_refs are valid while their library is loaded.
 #pragma once
 
 #include <curt/core/context.hpp>
@@ -32,9 +30,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
+#include <iterator>
 #include <string>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -42,8 +39,7 @@
 typedef struct CUmod_st* CUmodule;
 
 namespace curt::detail::driver_fn {
-// jit_options: CUjit_option values; library_options: CUlibraryOption values; pointer: a
-// CUdeviceptr.
+// jit_options: CUjit_option values; library_options: CUlibraryOption values; pointer: CUdeviceptr.
 CURT_DETAIL_DRIVER_TYPE(cuLibraryLoadData_v12000, cudaLibrary_t* library, const void* image,
                         int* jit_options, void** jit_values, unsigned jit_count,
                         int* library_options, void** library_values, unsigned library_count);
@@ -113,9 +109,6 @@ class library_variable {
   std::size_t bytes_;
 };
 
-template <class Signature>
-class typed_library_kernel;
-
 namespace detail {
 // "3 parameters: 4 B at offset 0, 8 B at 8, 8 B at 16", for refusals.
 CURT_COLD inline std::string describe_layout(const std::vector<kernel_parameter>& layout) {
@@ -138,15 +131,27 @@ inline std::string library_kernel_name(cudaKernel_t kernel) {
                 "cuKernelGetName(kernel)", __FILE__, __LINE__);
   return demangle(name);
 }
-// The sizes of a signature's parameters, as the kernel receives them.
-template <class Signature>
-struct signature_sizes;
-template <class... Params>
-struct signature_sizes<void(Params...)> {
-  static constexpr std::size_t count = sizeof...(Params);
-  static constexpr std::size_t sizes[] = {sizeof(std::decay_t<Params>)..., 0};
-};
 }  // namespace detail
+
+/// A library kernel whose parameter types the user asserts: curt::launch converts arguments to
+/// them at compile time, as for a __global__ function. Made by library_kernel::as<Signature>().
+template <class Signature>
+class typed_library_kernel;
+template <class... Params>
+class typed_library_kernel<void(Params...)> {
+ public:
+  using kernel_handle_tag = void;
+  static_assert((std::is_trivially_copyable_v<std::decay_t<Params>> && ...),
+                "curt::library_kernel::as: kernel parameters are copied byte for byte; each "
+                "type must be trivially copyable");
+  cudaKernel_t get() const noexcept { return handle_; }
+
+ private:
+  friend class library_kernel;
+  static constexpr std::size_t sizes[] = {sizeof(std::decay_t<Params>)..., 0};  // as received
+  explicit typed_library_kernel(cudaKernel_t handle) noexcept : handle_(handle) {}
+  cudaKernel_t handle_;
+};
 
 /// A kernel of a loaded library (a context-independent CUkernel) with its parameter layout,
 /// read once from the driver. Copyable; valid while its library is loaded.
@@ -181,27 +186,26 @@ class library_kernel {
   /// here against the driver's layout: the count, and each type's size.
   template <class Signature>
   typed_library_kernel<Signature> as() const {
-    using s = detail::signature_sizes<Signature>;
-    if (!matches(s::sizes, s::count))
+    using typed = typed_library_kernel<Signature>;
+    constexpr std::size_t count = std::size(typed::sizes) - 1;
+    if (!matches(typed::sizes, count))
       refuse(detail::fmt("curt::library_kernel::as(%s)", name().c_str()), "parameters",
-             s::sizes, s::count);
-    return typed_library_kernel<Signature>(handle_);
+             typed::sizes, count);
+    return typed(handle_);
   }
 
   /// Whether arguments of these sizes fit the layout (true where the layout is unknown).
   bool matches(const std::size_t* sizes, std::size_t count) const noexcept {
-    if (!known_) return true;
-    bool ok = count == parameters_.size();
-    for (std::size_t i = 0; ok && i < count; ++i) ok = sizes[i] == parameters_[i].size;
+    bool ok = !known_ || count == parameters_.size();
+    for (std::size_t i = 0; known_ && ok && i < count; ++i) ok = sizes[i] == parameters_[i].size;
     return ok;
   }
   /// Throws for arguments that do not fit, naming their sizes and the kernel's layout.
   [[noreturn]] CURT_COLD void refuse(const std::string& call, const char* noun,
                                      const std::size_t* sizes, std::size_t count) const {
     detail::raise(cudaErrorInvalidValue, call,
-                  detail::fmt("%s do not match the kernel's %s",
-                              detail::describe_sizes(noun, sizes, count).c_str(),
-                              detail::describe_layout(parameters_).c_str()),
+                  detail::describe_sizes(noun, sizes, count) + " do not match the kernel's " +
+                      detail::describe_layout(parameters_),
                   __FILE__, __LINE__);
   }
 
@@ -210,40 +214,6 @@ class library_kernel {
   std::vector<kernel_parameter> parameters_;
   bool known_ = false;
 };
-
-/// A library kernel whose parameter types the user asserts: curt::launch converts arguments to
-/// them at compile time, as for a __global__ function. Made by library_kernel::as<Signature>().
-template <class... Params>
-class typed_library_kernel<void(Params...)> {
- public:
-  using kernel_handle_tag = void;
-  static_assert((std::is_trivially_copyable_v<std::decay_t<Params>> && ...),
-                "curt::library_kernel::as: kernel parameters are copied byte for byte; each "
-                "type must be trivially copyable");
-  cudaKernel_t get() const noexcept { return handle_; }
-
- private:
-  friend class library_kernel;
-  explicit typed_library_kernel(cudaKernel_t handle) noexcept : handle_(handle) {}
-  cudaKernel_t handle_;
-};
-
-namespace detail {
-inline void launch_library(const cudaLaunchConfig_t& config, cudaKernel_t kernel,
-                           void** arguments) {
-  int result = launch_handle(config, kernel, arguments);
-  if (CURT_UNLIKELY(result != 0))
-    throw_launch_error(result, config, static_cast<const void*>(kernel));
-}
-template <class... Params, class... Args, std::size_t... I>
-void launch_library_converted(const cudaLaunchConfig_t& config, cudaKernel_t kernel,
-                              std::index_sequence<I...>, Args&&... args) {
-  using values_t = std::tuple<std::decay_t<Params>...>;  // the kernel's types, by value
-  [[maybe_unused]] values_t values = values_t(std::forward<Args>(args)...);
-  void* pointers[sizeof...(Params) + 1] = {static_cast<void*>(&std::get<I>(values))..., nullptr};
-  launch_library(config, kernel, pointers);
-}
-}  // namespace detail
 
 /// Launches a library kernel; each argument is passed byte for byte, so its size must be its
 /// parameter's (checked against the driver's layout: pass 2.0f, not 2.0, for a float).
@@ -258,7 +228,7 @@ void launch(stream_ref stream, const launch_config& config, const library_kernel
     kernel.refuse(detail::describe_launch(config.native(stream.get()), kernel.name()),
                   "arguments", sizes, sizeof...(Args));
   void* pointers[] = {const_cast<void*>(static_cast<const void*>(&args))..., nullptr};
-  detail::launch_library(config.native(stream.get()), kernel.get(), pointers);
+  detail::launch_or_throw(config.native(stream.get()), kernel.get(), pointers);
 }
 
 /// Launches a typed view of a library kernel: arguments convert to its parameters at compile
@@ -266,17 +236,8 @@ void launch(stream_ref stream, const launch_config& config, const library_kernel
 template <class... Params, class... Args>
 void launch(stream_ref stream, const launch_config& config,
             const typed_library_kernel<void(Params...)>& kernel, Args&&... args) {
-  static_assert(sizeof...(Params) == sizeof...(Args),
-                "curt::launch: the number of arguments differs from the kernel's parameters");
-  if constexpr (sizeof...(Params) == sizeof...(Args)) {
-    constexpr bool convertible =
-        detail::check_arguments<std::tuple<Params...>, std::tuple<Args&&...>>(
-            std::index_sequence_for<Params...>{});
-    if constexpr (convertible)
-      detail::launch_library_converted<Params...>(config.native(stream.get()), kernel.get(),
-                                                  std::index_sequence_for<Params...>{},
-                                                  std::forward<Args>(args)...);
-  }
+  detail::launch_converted<Params...>(config.native(stream.get()), kernel.get(),
+                                      std::forward<Args>(args)...);
 }
 
 /// A non-owning library handle.
@@ -291,7 +252,7 @@ class library_ref {
   /// library lacks throws, naming the kernels it has.
   library_kernel kernel(const std::string& name) const {
     cudaKernel_t kernel = nullptr;
-    const cudaLibrary_t library = native("kernel()");
+    const cudaLibrary_t library = native("kernel()");  // refuses an empty owner before the driver
     const int result =
         CURT_DETAIL_DRIVER_FUNCTION(cuLibraryGetKernel, 12000)(&kernel, library, name.c_str());
     if (CURT_UNLIKELY(result != 0))
@@ -317,9 +278,8 @@ class library_ref {
     return names;
   }
 
-  /// The global (__device__ or __constant__) variable `name` of type T in device d's context
-  /// (the current one of d, else d's primary context); throws when its size is not sizeof(T)
-  /// (for T = E[], not a multiple of sizeof(E)).
+  /// The global (__device__ or __constant__) variable `name` of type T in d's context (its current
+  /// one, else its primary); throws unless its size is sizeof(T) (for T = E[], n * sizeof(E)).
   template <class T>
   library_variable<T> global(device d, const std::string& name) const {
     device_guard guard(d);
@@ -359,14 +319,13 @@ class library_ref {
                           detail::fmt("%s(\"%s\")", call, name.c_str()), __FILE__, __LINE__,
                           [&] { return result == 500 ? missing(name, what) : std::string(); });
     constexpr bool unbounded = std::is_array_v<T> && std::extent_v<T> == 0;
-    std::size_t expected = 0;
-    if constexpr (!unbounded) expected = sizeof(T);
-    if (unbounded ? bytes % sizeof(element) != 0 : bytes != expected)
+    constexpr std::size_t unit = sizeof(std::conditional_t<unbounded, element, T>);
+    if (unbounded ? bytes % unit != 0 : bytes != unit)
       detail::raise(cudaErrorInvalidValue, detail::fmt("%s(\"%s\")", call, name.c_str()),
-                    unbounded ? detail::fmt("the %s has %zu B, not a whole number of %zu-byte "
-                                            "elements", what, bytes, sizeof(element))
-                              : detail::fmt("the %s has %zu B, but the requested type has %zu B",
-                                            what, bytes, expected),
+                    detail::fmt(unbounded ? "the %s has %zu B, not a whole number of %zu-byte "
+                                            "elements"
+                                          : "the %s has %zu B, but the requested type has %zu B",
+                                what, bytes, unit),
                     __FILE__, __LINE__);
     return library_variable<T>(reinterpret_cast<element*>(static_cast<std::uintptr_t>(pointer)),
                                bytes);
@@ -442,7 +401,7 @@ class library : public detail::unique_handle<library_ref, detail::library_traits
     }
     return library;
   }
-  // What an image holds, by its first bytes (for messages).
+  // What an image holds, by its first bytes, for messages.
   static const char* image_kind(const void* image) {
     if (image == nullptr) return "null";
     const auto* bytes = static_cast<const unsigned char*>(image);

@@ -45,17 +45,16 @@ struct kernel_arg {
 
 inline void set_kernel_attribute(device d, kernel_arg kernel, cudaFuncAttribute attribute,
                                  int value, const char* what) {
+  int result = 0;
   if (kernel.handle) {  // per device through the driver, in no context
-    check_runtime(CURT_DETAIL_DRIVER_FUNCTION(cuKernelSetAttribute, 12000)(
-                      attribute, value, kernel.handle, driver_device(d.ordinal())),
-                  describe_call("cuKernelSetAttribute", {"kernel", {what, value},
-                                                         {"device", d.ordinal()}})
-                      .c_str(),
-                  __FILE__, __LINE__);
-    return;
+    result = CURT_DETAIL_DRIVER_FUNCTION(cuKernelSetAttribute, 12000)(
+        attribute, value, kernel.handle, driver_device(d.ordinal()));
+  } else {
+    device_guard guard(d);
+    result = cudaFuncSetAttribute(kernel.address, attribute, value);
   }
-  device_guard guard(d);
-  check(cudaFuncSetAttribute(kernel.address, attribute, value), "cudaFuncSetAttribute",
+  check(static_cast<cudaError_t>(result),
+        kernel.handle ? "cuKernelSetAttribute" : "cudaFuncSetAttribute",
         {"kernel", {what, value}, {"device", d.ordinal()}}, __FILE__, __LINE__);
 }
 
@@ -127,8 +126,7 @@ void set_preferred_shared_memory_carveout(device d, const Kernel& kernel, int pe
 template <class Kernel>
 void allow_non_portable_cluster_size(device d, const Kernel& kernel, bool allow = true) {
   detail::set_kernel_attribute(d, kernel, cudaFuncAttributeNonPortableClusterSizeAllowed,
-                               allow ? 1 : 0,
-                               "non-portable cluster size allowed");
+                               allow ? 1 : 0, "non-portable cluster size allowed");
 }
 
 /// How many blocks of `block_threads` threads fit on one multiprocessor at once.
