@@ -127,6 +127,7 @@ CURT_COLD inline std::string describe_sizes(const char* noun, const std::size_t*
 // A library kernel's name as the source spells it (demangled), from the driver.
 inline std::string library_kernel_name(cudaKernel_t kernel) {
   const char* name = nullptr;
+  context_scope in(any_context);  // as cuKernelGetParamInfo, it may need a current context
   check_runtime(CURT_DETAIL_DRIVER_FUNCTION(cuKernelGetName, 12030)(&name, kernel),
                 "cuKernelGetName(kernel)", __FILE__, __LINE__);
   return demangle(name);
@@ -164,6 +165,7 @@ class library_kernel {
     static const auto info = reinterpret_cast<detail::driver_fn::cuKernelGetParamInfo_v12040::type>(
         detail::driver_function_or_null("cuKernelGetParamInfo", 12040));
     if (info == nullptr) return;  // a driver older than 12.4: launches are not checked
+    detail::context_scope in(detail::any_context);  // the driver's query needs one (13.0)
     for (std::size_t i = 0;; ++i) {
       kernel_parameter p;
       const int result = info(handle, i, &p.offset, &p.size);
