@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -312,10 +313,12 @@ TEST_CASE("nvJitLink output loads and runs", "[library]") {
 }
 
 // Runs only in a child process (hidden), where no context exists yet. Compiling, loading,
-// looking kernels up, reading their layout and names, launching on a stream of a user's context
-// and unloading, all from threads with no current context, make no context current and wake no
-// primary context (libraries are context-independent). (Attributes and occupancy are left out:
-// like a compiled kernel's, they are read in the device's context.)
+// looking kernels up, launching on a stream of a user's context (which reads the kernel's layout
+// there) and unloading, all from threads with no current context, make no context current and
+// wake no primary context (libraries are context-independent). Names are asked with the user's
+// context current: the driver may want a context for them, and name() takes the one at hand.
+// (Attributes and occupancy are left out: like a compiled kernel's, they are read in the
+// device's context.)
 TEST_CASE("libraries on a thread with no context (child)", "[.][library-no-context-child]") {
   REQUIRE_FALSE(curt_test::primary_active(0));  // the premise: main() made no context
   std::vector<std::string> broken;
@@ -328,16 +331,14 @@ TEST_CASE("libraries on a thread with no context (child)", "[.][library-no-conte
   };
   const curt::device d(0);
   curt::library lib(curt::no_handle);
+  std::optional<curt::library_kernel> scale;
   curt_test::on_fresh_thread([&] {
     const curt::rtc::compiled code = compile_for(d);
     after("compile for the device");
     lib = curt::library(code.image());
     after("load");
-    const curt::library_kernel scale = lib.kernel("scale");
-    after("kernel lookup and its parameters");
-    CHECK(scale.name() == "scale");
-    (void)lib.kernel_names();
-    after("names");
+    scale.emplace(lib.kernel("scale"));  // reads no layout yet
+    after("kernel lookup");
   });
   // A stream and memory of a user's context, then a launch from a fresh thread.
   curt_test::user_context mine(0);  // current now
@@ -353,16 +354,32 @@ TEST_CASE("libraries on a thread with no context (child)", "[.][library-no-conte
   CUcontext popped = nullptr;
   CURT_DRIVER_CALL(cuCtxPopCurrent, 4000, &popped);
   REQUIRE(curt_test::current_context() == nullptr);
+  std::size_t parameter_count = 0;
   curt_test::on_fresh_thread([&] {
     curt::launch(curt::stream_ref(h),
                  curt::launch_config(curt::ceil_div(n, block), block, block * sizeof(float)),
-                 lib.kernel("scale"), data, 3.0f, n);
-    after("launch on a user's stream");
+                 *scale, data, 3.0f, n);
+    after("launch on a user's stream (the layout read in its context)");
+    parameter_count = scale->parameters().size();  // read at the launch: no driver call now
+    after("the layout after the launch");
     curt::stream_ref(h).synchronize();
     after("synchronize");
+  });
+  CHECK(parameter_count == 3u);
+  std::string name;
+  std::size_t kernel_count = 0;
+  curt_test::on_fresh_thread([&] {
+    CURT_DRIVER_CALL(cuCtxPushCurrent, 4000, mine.get());
+    name = scale->name();
+    kernel_count = lib.kernel_names().size();
+    CUcontext own = nullptr;
+    CURT_DRIVER_CALL(cuCtxPopCurrent, 4000, &own);
+    after("names with the user's context current");
     lib = curt::library(curt::no_handle);  // unloaded
     after("unload");
   });
+  CHECK(name == "scale");
+  CHECK(kernel_count == 4u);
   CURT_DRIVER_CALL(cuCtxPushCurrent, 4000, mine.get());
   REQUIRE(cudaMemcpy(got.data(), data, x.size() * sizeof(float), cudaMemcpyDeviceToHost) ==
           cudaSuccess);

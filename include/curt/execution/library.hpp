@@ -13,7 +13,8 @@
 // kernel is first used there. Launches take curt::launch's path (cuLaunchKernelEx in the stream's
 // context, explained refusals). Argument types are unknown at compile time: an untyped launch
 // checks the count and size of each argument against the driver's layout (cuKernelGetParamInfo,
-// 12.4+); a typed view (as<Signature>()) is checked once, then converts them at compile time.
+// 12.4+), read at the first launch in the stream's context and kept; a typed view
+// (as<Signature>()) is checked once, then converts them at compile time.
 // Kernels, views and library_refs are valid while their library is loaded.
 #pragma once
 
@@ -28,9 +29,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -124,14 +129,39 @@ CURT_COLD inline std::string describe_sizes(const char* noun, const std::size_t*
   for (std::size_t i = 0; i < count; ++i) text += fmt(i ? ", %zu B" : " of %zu B", sizes[i]);
   return text;
 }
+// Runs `query`, a driver call about a kernel, as it is; where the driver wants a context and the
+// thread has none, again in an active primary context, else the runtime device's (any_context).
+template <class Query>
+int kernel_query(Query query) {
+  const int result = query();
+  if (result != 201 /* CUDA_ERROR_INVALID_CONTEXT */ || current_context() != nullptr)
+    return result;
+  context_scope in(any_context);
+  return query();
+}
 // A library kernel's name as the source spells it (demangled), from the driver.
 inline std::string library_kernel_name(cudaKernel_t kernel) {
   const char* name = nullptr;
-  context_scope in(any_context);  // as cuKernelGetParamInfo, it may need a current context
-  check_runtime(CURT_DETAIL_DRIVER_FUNCTION(cuKernelGetName, 12030)(&name, kernel),
+  check_runtime(kernel_query([&] {
+                  return CURT_DETAIL_DRIVER_FUNCTION(cuKernelGetName, 12030)(&name, kernel);
+                }),
                 "cuKernelGetName(kernel)", __FILE__, __LINE__);
   return demangle(name);
 }
+// A library kernel's parameter layout, read once, the first time it is needed, and shared by the
+// kernel's copies: `ready` is set (release) after the rest, under `mutex`, and never cleared.
+struct kernel_layout {
+  std::atomic<bool> ready{false};
+  std::mutex mutex;
+  bool known = false;  // false with a driver older than 12.4, which cannot tell
+  std::vector<kernel_parameter> parameters;
+
+  bool fits(const std::size_t* sizes, std::size_t count) const noexcept {
+    bool ok = !known || count == parameters.size();
+    for (std::size_t i = 0; known && ok && i < count; ++i) ok = sizes[i] == parameters[i].size;
+    return ok;
+  }
+};
 }  // namespace detail
 
 /// A library kernel whose parameter types the user asserts: curt::launch converts arguments to
@@ -154,67 +184,92 @@ class typed_library_kernel<void(Params...)> {
   cudaKernel_t handle_;
 };
 
-/// A kernel of a loaded library (a context-independent CUkernel) with its parameter layout,
-/// read once from the driver. Copyable; valid while its library is loaded.
+/// A kernel of a loaded library (a context-independent CUkernel) with its parameter layout, read
+/// from the driver the first time it is needed and shared by copies (safe from several threads).
+/// Copyable; valid while its library is loaded.
 class library_kernel {
  public:
   using kernel_handle_tag = void;  // curt::launch takes it as a kernel, not as a functor
 
-  /// The kernel `handle` (from cuLibraryGetKernel or cudaGetKernel); reads its parameters.
-  explicit library_kernel(cudaKernel_t handle) : handle_(handle) {
-    static const auto info = reinterpret_cast<detail::driver_fn::cuKernelGetParamInfo_v12040::type>(
-        detail::driver_function_or_null("cuKernelGetParamInfo", 12040));
-    if (info == nullptr) return;  // a driver older than 12.4: launches are not checked
-    detail::context_scope in(detail::any_context);  // the driver's query needs one (13.0)
-    for (std::size_t i = 0;; ++i) {
-      kernel_parameter p;
-      const int result = info(handle, i, &p.offset, &p.size);
-      if (result == 1 /* CUDA_ERROR_INVALID_VALUE: past the last parameter */) break;
-      detail::check_runtime(result, "cuKernelGetParamInfo(kernel)", __FILE__, __LINE__);
-      parameters_.push_back(p);
-    }
-    known_ = true;
-  }
+  /// The kernel `handle` (from cuLibraryGetKernel or cudaGetKernel). No driver call: the layout
+  /// is read later, in a context at hand then (cuKernelGetParamInfo needs one).
+  explicit library_kernel(cudaKernel_t handle)
+      : handle_(handle), layout_(std::make_shared<detail::kernel_layout>()) {}
 
   cudaKernel_t get() const noexcept { return handle_; }
-  /// The kernel's name as the source spells it (demangled), from the driver.
+  /// The kernel's name as the source spells it (demangled), from the driver. Asked with no
+  /// context if the driver allows; else in the current context, else an active primary context,
+  /// else the runtime device's (which this may wake).
   std::string name() const { return detail::library_kernel_name(handle_); }
   /// Offset and size of each parameter; empty, with parameters_known() false, where the driver
-  /// cannot tell (older than 12.4).
-  const std::vector<kernel_parameter>& parameters() const noexcept { return parameters_; }
-  bool parameters_known() const noexcept { return known_; }
+  /// cannot tell (older than 12.4). Read at the first checked launch in the stream's context;
+  /// before one, here, in the context name() uses.
+  const std::vector<kernel_parameter>& parameters() const { return layout().parameters; }
+  bool parameters_known() const { return layout().known; }
 
   /// A view that launches with the parameter types of `Signature` (void(float, int*)), checked
-  /// here against the driver's layout: the count, and each type's size.
+  /// here against the driver's layout (read as for parameters()): the count, each type's size.
   template <class Signature>
   typed_library_kernel<Signature> as() const {
     using typed = typed_library_kernel<Signature>;
     constexpr std::size_t count = std::size(typed::sizes) - 1;
-    if (!matches(typed::sizes, count))
+    if (!layout().fits(typed::sizes, count))
       refuse(detail::fmt("curt::library_kernel::as(%s)", name().c_str()), "parameters",
              typed::sizes, count);
     return typed(handle_);
   }
 
-  /// Whether arguments of these sizes fit the layout (true where the layout is unknown).
-  bool matches(const std::size_t* sizes, std::size_t count) const noexcept {
-    bool ok = !known_ || count == parameters_.size();
-    for (std::size_t i = 0; known_ && ok && i < count; ++i) ok = sizes[i] == parameters_[i].size;
-    return ok;
+  /// Whether arguments of these sizes fit the layout (true where it is unknown). The first call
+  /// reads the layout in `stream`'s context (the current one, if any); later ones read no driver.
+  bool matches(stream_ref stream, const std::size_t* sizes, std::size_t count) const {
+    if (CURT_UNLIKELY(!layout_->ready.load(std::memory_order_acquire))) read_layout(&stream);
+    return layout_->fits(sizes, count);
   }
-  /// Throws for arguments that do not fit, naming their sizes and the kernel's layout.
+  /// Throws for arguments that do not fit, naming their sizes and the kernel's layout (read).
   [[noreturn]] CURT_COLD void refuse(const std::string& call, const char* noun,
                                      const std::size_t* sizes, std::size_t count) const {
     detail::raise(cudaErrorInvalidValue, call,
                   detail::describe_sizes(noun, sizes, count) + " do not match the kernel's " +
-                      detail::describe_layout(parameters_),
+                      detail::describe_layout(layout_->parameters),
                   __FILE__, __LINE__);
   }
 
  private:
+  const detail::kernel_layout& layout() const {
+    if (CURT_UNLIKELY(!layout_->ready.load(std::memory_order_acquire))) read_layout(nullptr);
+    return *layout_;
+  }
+  // Fills the layout once: in `stream`'s context where given, else as name() asks. A failure
+  // throws and leaves it unread, for the next call to try again.
+  CURT_COLD void read_layout(const stream_ref* stream) const {
+    static const auto info = reinterpret_cast<detail::driver_fn::cuKernelGetParamInfo_v12040::type>(
+        detail::driver_function_or_null("cuKernelGetParamInfo", 12040));
+    detail::kernel_layout& l = *layout_;
+    std::lock_guard<std::mutex> lock(l.mutex);
+    if (l.ready.load(std::memory_order_relaxed)) return;  // another thread read it meanwhile
+    if (info != nullptr) {  // otherwise launches are not checked
+      std::optional<detail::context_scope> in;
+      if (stream != nullptr) in.emplace(detail::for_stream, stream->get());
+      std::vector<kernel_parameter> parameters;
+      detail::check_runtime(detail::kernel_query([&] {
+                              parameters.clear();
+                              for (std::size_t i = 0;; ++i) {
+                                kernel_parameter p;
+                                const int result = info(handle_, i, &p.offset, &p.size);
+                                if (result == 1) return 0;  // INVALID_VALUE: past the last one
+                                if (result != 0) return result;
+                                parameters.push_back(p);
+                              }
+                            }),
+                            "cuKernelGetParamInfo(kernel)", __FILE__, __LINE__);
+      l.parameters = std::move(parameters);
+      l.known = true;
+    }
+    l.ready.store(true, std::memory_order_release);
+  }
+
   cudaKernel_t handle_;
-  std::vector<kernel_parameter> parameters_;
-  bool known_ = false;
+  std::shared_ptr<detail::kernel_layout> layout_;
 };
 
 /// Launches a library kernel; each argument is passed byte for byte, so its size must be its
@@ -226,9 +281,11 @@ void launch(stream_ref stream, const launch_config& config, const library_kernel
                 "curt::launch: a library kernel's arguments are copied byte for byte; each must "
                 "be trivially copyable (pass a buffer's data(), not the buffer)");
   static constexpr std::size_t sizes[] = {sizeof(std::decay_t<Args>)..., 0};
-  if (CURT_UNLIKELY(!kernel.matches(sizes, sizeof...(Args))))
+  if (CURT_UNLIKELY(!kernel.matches(stream, sizes, sizeof...(Args)))) {
+    detail::context_scope in(detail::for_stream, stream.get());  // the name, there too
     kernel.refuse(detail::describe_launch(config.native(stream.get()), kernel.name()),
                   "arguments", sizes, sizeof...(Args));
+  }
   void* pointers[] = {const_cast<void*>(static_cast<const void*>(&args))..., nullptr};
   detail::launch_or_throw(config.native(stream.get()), kernel.get(), pointers);
 }
