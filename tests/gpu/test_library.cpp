@@ -304,13 +304,33 @@ TEST_CASE("loading from a file, a bad image's JIT log, an unloadable file", "[li
   }
   curt_test::require_any_cuda_error([&] { (void)curt::library::from_file("no/such/file.cubin"); },
                                     {"cuLibraryLoadFromFile(\"no/such/file.cubin\")"});
-  // PTX with a syntax error: the JIT's log is in the exception. (If the driver compiled it only
-  // at first use, this load would succeed: the GPU run tells.)
+  // PTX with a syntax error. Eager loading (CUDA_MODULE_LOADING=EAGER) compiles it at the load
+  // into every context (d's exists: the stream's), so the load throws with the JIT's log. Lazy
+  // loading (the default since 12.2) compiles it when a kernel is first needed in a context: the
+  // load may pass, and the error comes by the first launch at the latest, as the driver's code.
+  curt::stream stream(d);
+  CUmoduleLoadingMode mode{};
+  CURT_DRIVER_CALL(cuModuleGetLoadingMode, 11070, &mode);
+  INFO("module loading: " << (mode == CU_MODULE_LAZY_LOADING ? "lazy" : "eager"));
   const char* bad_ptx =
       ".version 8.0\n.target sm_90\n.address_size 64\n"
       ".visible .entry broken()\n{\n  bogus.instruction;\n  ret;\n}\n";
-  curt_test::require_any_cuda_error([&] { (void)curt::library(bad_ptx); },
-                                    {"cuLibraryLoadData(PTX image)", "JIT error log"});
+  std::optional<curt::library> bad;
+  try {
+    bad.emplace(bad_ptx);
+  } catch (const curt::cuda_error& e) {
+    CHECK_THAT(e.what(), ContainsSubstring("cuLibraryLoadData(PTX image)"));
+    CHECK_THAT(e.what(), ContainsSubstring("JIT error log"));
+  }
+  if (mode == CU_MODULE_EAGER_LOADING) CHECK_FALSE(bad.has_value());
+  if (bad) {
+    curt_test::require_any_cuda_error(
+        [&] {
+          curt::launch(stream, curt::launch_config(1, 1), bad->kernel("broken"));
+          stream.synchronize();
+        },
+        {});
+  }
   // PTX loads too (the driver compiles it for the device).
   const curt::rtc::compiled ptx =
       curt::rtc::program("ptx.cu", source)

@@ -10,11 +10,13 @@
 //
 // Libraries are the driver's context-independent modules (CUDA 12.0+, through entry points: no
 // new link). Loading needs and makes no context: the driver loads the code into a context when a
-// kernel is first used there. Launches take curt::launch's path (cuLaunchKernelEx in the stream's
-// context, explained refusals). Argument types are unknown at compile time: an untyped launch
-// checks the count and size of each argument against the driver's layout (cuKernelGetParamInfo,
-// 12.4+), read at the first launch in the stream's context and kept; a typed view
-// (as<Signature>()) is checked once, then converts them at compile time.
+// kernel is first needed there, and under lazy loading (CUDA_MODULE_LOADING, LAZY by default since
+// 12.2) only then compiles PTX, so an error in PTX may appear there (at the first launch at the
+// latest) instead of at the load. Launches take curt::launch's path (cuLaunchKernelEx in the
+// stream's context, explained refusals). Argument types are unknown at compile time: an untyped
+// launch checks the count and size of each argument against the driver's layout
+// (cuKernelGetParamInfo, 12.4+), read at the first launch in the stream's context and kept; a
+// typed view (as<Signature>()) is checked once, then converts them at compile time.
 // Kernels, views and library_refs are valid while their library is loaded.
 #pragma once
 
@@ -70,7 +72,8 @@ CURT_DETAIL_DRIVER_TYPE(cuKernelGetParamInfo_v12040, cudaKernel_t kernel, std::s
 namespace curt {
 
 /// JIT options for loading PTX (the driver compiles it for the device); the JIT's error log is
-/// always captured and put in the exception of a failed load.
+/// captured and put in the exception of a load that fails (an error found later, under lazy
+/// loading, comes as the driver's code: curt has no log there).
 class library_options {
  public:
   library_options& optimization_level(unsigned level) { return option(7, level); }  // 0..4
@@ -418,7 +421,8 @@ class library : public detail::unique_handle<library_ref, detail::library_traits
 
  public:
   /// Loads a CUBIN, fatbin or NUL-terminated PTX image (the driver copies it). A failure throws
-  /// with the JIT's error log.
+  /// with the JIT's error log; under lazy loading PTX may be compiled only at a kernel's first use
+  /// in a context, and fail there (see the top of this header).
   explicit library(const void* image, const library_options& options = {})
       : base(load(image, nullptr, options)) {}
   /// Loads a CUBIN, fatbin or PTX file.
