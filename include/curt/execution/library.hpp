@@ -37,7 +37,6 @@
 #include <iterator>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -251,8 +250,8 @@ class library_kernel {
     std::lock_guard<std::mutex> lock(l.mutex);
     if (l.ready.load(std::memory_order_relaxed)) return;  // another thread read it meanwhile
     if (info != nullptr) {  // otherwise launches are not checked
-      std::optional<detail::context_scope> in;
-      if (stream != nullptr) in.emplace(detail::for_stream, stream->get());
+      detail::context_scope in;
+      if (stream != nullptr) in.enter(detail::for_stream, stream->get());
       std::vector<kernel_parameter> parameters;
       detail::check_runtime(detail::kernel_query([&] {
                               parameters.clear();
