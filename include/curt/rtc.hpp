@@ -9,10 +9,9 @@
 //   curt::library_kernel k = lib.kernel(code.lowered_name("saxpy<float>"));
 //
 // A program is plain data (source, headers, name expressions); compile() makes an NVRTC program,
-// compiles it and destroys it, also when it fails. A failed compilation throws rtc::error
-// carrying NVRTC's whole log (its "name(line): error: ..." lines intact) and the options used;
-// a success keeps the log (warnings) in compiled::log(). Nothing here needs a GPU or a driver,
-// except architecture(device), which reads the device's compute capability.
+// compiles it and destroys it, also when it fails. A failure throws rtc::error with NVRTC's whole
+// log ("name(line): error: ..." lines intact) and the options; a success keeps its log (warnings)
+// in compiled::log(). Only architecture(device) needs a GPU and driver, for the compute capability.
 #pragma once
 
 #if !__has_include(<nvrtc.h>) || !__has_include(<nvJitLink.h>)
@@ -42,11 +41,18 @@ class rtc_category_impl final : public std::error_category {
   const char* name() const noexcept override { return nvrtc_ ? "nvrtc" : "nvjitlink"; }
   std::string message(int code) const override {
     if (nvrtc_) return nvrtcGetErrorString(static_cast<nvrtcResult>(code));
-    static const char* const names[] = {  // nvJitLink has no text of its own
+    static const char* const names[] = {  // nvJitLink has no text of its own (13.0's codes)
         "NVJITLINK_SUCCESS", "NVJITLINK_ERROR_UNRECOGNIZED_OPTION", "NVJITLINK_ERROR_MISSING_ARCH",
         "NVJITLINK_ERROR_INVALID_INPUT", "NVJITLINK_ERROR_PTX_COMPILE",
-        "NVJITLINK_ERROR_NVVM_COMPILE", "NVJITLINK_ERROR_INTERNAL"};
-    return code >= 0 && code < 7 ? names[code] : fmt("nvJitLinkResult %d", code);
+        "NVJITLINK_ERROR_NVVM_COMPILE", "NVJITLINK_ERROR_INTERNAL", "NVJITLINK_ERROR_THREADPOOL",
+        "NVJITLINK_ERROR_UNRECOGNIZED_INPUT", "NVJITLINK_ERROR_FINALIZE", "NVJITLINK_ERROR_NULL_INPUT",
+        "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS", "NVJITLINK_ERROR_INCORRECT_INPUT_TYPE",
+        "NVJITLINK_ERROR_ARCH_MISMATCH", "NVJITLINK_ERROR_OUTDATED_LIBRARY",
+        "NVJITLINK_ERROR_MISSING_FATBIN", "NVJITLINK_ERROR_UNRECOGNIZED_ARCH",
+        "NVJITLINK_ERROR_UNSUPPORTED_ARCH", "NVJITLINK_ERROR_LTO_NOT_ENABLED"};
+    static_assert(sizeof names / sizeof *names == NVJITLINK_ERROR_LTO_NOT_ENABLED + 1);
+    const bool known = code >= 0 && code < static_cast<int>(sizeof names / sizeof *names);
+    return known ? names[code] : fmt("nvJitLinkResult %d", code);
   }
 
  private:
@@ -66,11 +72,11 @@ inline const std::error_category& nvjitlink_category() noexcept {
 
 namespace rtc {
 
-/// A failed compilation or link: what() names the program, the options and the whole log;
-/// log() and options() give them alone.
+/// A failed compilation or link: what() names the program, the options and the whole log.
 class error : public cuda_error {
  public:
   using cuda_error::cuda_error;
+  /// `call` failed with `code` (nvrtc_category() or nvjitlink_category()), `log` and `options`.
   error(std::error_code code, std::string call, std::string log, std::string options,
         const char* file, int line)
       : cuda_error(code, std::move(call),
@@ -79,7 +85,9 @@ class error : public cuda_error {
                    detail::location(file, line)),
         log_(std::move(log)),
         options_(std::move(options)) {}
+  /// The whole log alone: NVRTC's (nvrtcGetProgramLog) or nvJitLink's error log; else empty.
   const std::string& log() const noexcept { return log_; }
+  /// The compilation's or link's options, space-separated; empty when none, or for other errors.
   const std::string& options() const noexcept { return options_; }
 
  private:
@@ -140,24 +148,26 @@ class options {
   options& architecture(compute_capability cc, bool real_code = true) {
     return add(detail::fmt("-arch=%s_%d", real_code ? "sm" : "compute", cc.as_int()));
   }
+  /// -std=c++NN for the C++ standard of `year` (17 or 2017: -std=c++17).
   options& cpp_standard(int year) { return add(detail::fmt("-std=c++%02d", year % 100)); }
+  /// -Dname=value; -Dname (NVRTC defines it as 1) when `value` is empty.
   options& define(const std::string& name, const std::string& value = {}) {
     return add("-D" + name + (value.empty() ? "" : "=" + value));
   }
+  /// -Idirectory: a directory searched for headers after those given to the program.
   options& include_path(const std::string& directory) { return add("-I" + directory); }
-  options& fast_math() { return add("--use_fast_math"); }
-  options& line_info() { return add("-lineinfo"); }
-  options& debug_info() { return add("-G"); }
+  options& fast_math() { return add("--use_fast_math"); }  ///< `--use_fast_math`: ftz, inexact math
+  options& line_info() { return add("-lineinfo"); }  ///< -lineinfo: source lines, for profilers.
+  options& debug_info() { return add("-G"); }  ///< -G: device debug information, no optimization.
   /// -rdc=true: device functions may be called across programs (linked with rtc::linker).
   options& relocatable_device_code() { return add("-rdc=true"); }
-  /// -dlto: LTO-IR for rtc::linker instead of PTX/CUBIN.
-  options& link_time_optimization() { return add("-dlto"); }
+  options& link_time_optimization() { return add("-dlto"); }  ///< -dlto: only LTO-IR, for linker.
   /// Any option as NVRTC spells it ("-maxrregcount=64").
   options& add(std::string option) {
     list_.push_back(std::move(option));
     return *this;
   }
-
+  /// The options in the order added, one string each, as nvrtcCompileProgram takes them.
   const std::vector<std::string>& list() const noexcept { return list_; }
   /// The options joined with spaces, for messages.
   std::string text() const { return detail::join(list_); }
@@ -166,16 +176,20 @@ class options {
   std::vector<std::string> list_;
 };
 
-/// What a compilation (or a link) made: PTX, CUBIN (for a real sm_XY), LTO-IR (-dlto), the log,
-/// and the lowered names of the program's name expressions.
+/// What a compilation (or a link) made: its code, log and the lowered names of name expressions.
 class compiled {
  public:
+  /// The program's name; for a link, "linked" and the parts' names ("linked a.cu b.cu").
   const std::string& name() const noexcept { return name_; }
-  const std::string& ptx() const noexcept { return ptx_; }            // empty when none
-  const std::vector<char>& cubin() const noexcept { return cubin_; }  // empty when none
+  /// The PTX (nvrtcGetPTX; c_str() ends it with a NUL); empty with -dlto and for a link.
+  const std::string& ptx() const noexcept { return ptx_; }
+  /// The CUBIN: from nvrtcGetCUBIN for a real sm_XY (none with -dlto), or a link's from nvJitLink.
+  const std::vector<char>& cubin() const noexcept { return cubin_; }
+  /// The LTO-IR (nvrtcGetLTOIR) for linker::add; empty unless compiled with -dlto.
   const std::vector<char>& lto_ir() const noexcept { return lto_ir_; }
-  /// The compiler's messages (warnings); empty when it had none.
+  /// The compiler's messages (warnings); for a link, nvJitLink's info log; empty when none.
   const std::string& log() const noexcept { return log_; }
+  /// The options used, space-separated (options::text(), or the linker's); empty when none.
   const std::string& options() const noexcept { return options_; }
 
   /// What curt::library loads: the CUBIN where there is one, else the PTX (NUL-terminated).
@@ -212,18 +226,19 @@ class compiled {
   std::vector<std::pair<std::string, std::string>> lowered_;
 };
 
-/// A header a program may #include by `name`.
+/// A header a program may `#include` by `name` (nvrtcCreateProgram's headers, includeNames).
 struct header {
-  std::string name;
-  std::string source;
+  std::string name;    ///< As the source includes it: "params.cuh" for `#include "params.cuh"`.
+  std::string source;  ///< Its CUDA C++ text.
 };
 
 /// CUDA C++ source with its name (used in the log's "name(line)"), headers and name expressions.
 class program {
  public:
+  /// `source` named `name` (what the log's "name(line)" says), with `headers`; no NVRTC call.
   program(std::string name, std::string source, std::vector<header> headers = {})
       : name_(std::move(name)), source_(std::move(source)), headers_(std::move(headers)) {}
-
+  /// Adds a header the source may `#include` by `name`.
   program& add_header(std::string name, std::string source) {
     headers_.push_back({std::move(name), std::move(source)});
     return *this;
@@ -234,9 +249,9 @@ class program {
     expressions_.push_back(std::move(expression));
     return *this;
   }
-
+  /// The name and the source given to the constructor. @{
   const std::string& name() const noexcept { return name_; }
-  const std::string& source() const noexcept { return source_; }
+  const std::string& source() const noexcept { return source_; }  ///@}
 
   /// Compiles; throws rtc::error with NVRTC's log and the options when it fails.
   compiled compile(const options& o = options()) const {
@@ -292,13 +307,13 @@ class program {
 /// relocatable_device_code() and, for LTO, link_time_optimization().
 class linker {
  public:
+  /// nvJitLink's `options` (nvJitLinkCreate's): "-arch=sm_XY" is required, "-lto" for LTO-IR.
   explicit linker(std::vector<std::string> options) : options_(std::move(options)) {}
   /// For `d`: -arch=sm_XY and -lto.
   explicit linker(device d)
       : linker({detail::fmt("-arch=sm_%d", d.compute_capability().as_int()), "-lto"}) {}
 
-  /// Adds what `part` holds: its LTO-IR, else its CUBIN, else its PTX. `part` must outlive
-  /// link().
+  /// Adds what `part` holds: its LTO-IR, else its CUBIN, else its PTX; it must outlive link().
   linker& add(const compiled& part) {
     parts_.push_back(&part);
     return *this;

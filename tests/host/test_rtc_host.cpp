@@ -181,6 +181,12 @@ TEST_CASE("nvJitLink links LTO-IR of two programs into one CUBIN", "[rtc]") {
   // No architecture: nvJitLink refuses at creation.
   require_rtc_error([&] { (void)curt::rtc::linker({"-lto"}).add(a).link(); },
                     NVJITLINK_ERROR_MISSING_ARCH, {"NVJITLINK_ERROR_MISSING_ARCH"});
+  // Every nvJitLink result has its name, the last of 13.0's too; a newer one its number.
+  const std::error_category& link_errors = curt::nvjitlink_category();
+  CHECK(link_errors.message(NVJITLINK_ERROR_THREADPOOL) == "NVJITLINK_ERROR_THREADPOOL");
+  CHECK(link_errors.message(NVJITLINK_ERROR_LTO_NOT_ENABLED) == "NVJITLINK_ERROR_LTO_NOT_ENABLED");
+  CHECK(link_errors.message(NVJITLINK_ERROR_LTO_NOT_ENABLED + 1) ==
+        "nvJitLinkResult " + std::to_string(NVJITLINK_ERROR_LTO_NOT_ENABLED + 1));
 }
 
 TEST_CASE("a library owner that holds nothing refuses before the driver", "[library]") {

@@ -75,18 +75,21 @@ namespace curt {
 /// loading, comes as the driver's code: curt has no log there).
 class library_options {
  public:
+  /// CU_JIT_OPTIMIZATION_LEVEL, 0 to 4 (the default); CU_JIT_MAX_REGISTERS, a per-thread cap. @{
   library_options& optimization_level(unsigned level) { return option(7, level); }  // 0..4
-  library_options& max_registers(unsigned count) { return option(0, count); }
+  library_options& max_registers(unsigned count) { return option(0, count); }  ///@}
+  /// CU_JIT_GENERATE_LINE_INFO (-lineinfo), CU_JIT_GENERATE_DEBUG_INFO (-g); off by default. @{
   library_options& line_info(bool on = true) { return option(13, on ? 1u : 0u); }
-  library_options& debug_info(bool on = true) { return option(11, on ? 1u : 0u); }
+  library_options& debug_info(bool on = true) { return option(11, on ? 1u : 0u); }  ///@}
   /// Any CUjit_option whose value is a number (cuda.h says what each takes).
   library_options& option(int jit_option, unsigned value) {
     keys_.push_back(jit_option);
     values_.push_back(reinterpret_cast<void*>(static_cast<std::uintptr_t>(value)));
     return *this;
   }
+  /// The CUjit_option keys and values (numbers cast to void*), in order, for cuLibraryLoadData. @{
   const std::vector<int>& keys() const noexcept { return keys_; }
-  const std::vector<void*>& values() const noexcept { return values_; }
+  const std::vector<void*>& values() const noexcept { return values_; }  ///@}
 
  private:
   std::vector<int> keys_;
@@ -95,8 +98,8 @@ class library_options {
 
 /// Where a kernel parameter lies in the kernel's parameter buffer (cuKernelGetParamInfo).
 struct kernel_parameter {
-  std::size_t offset = 0;
-  std::size_t size = 0;
+  std::size_t offset = 0;  ///< Bytes from the start of the parameter buffer.
+  std::size_t size = 0;    ///< Bytes the parameter takes: its type's sizeof.
 };
 
 /// A global (`__device__`, `__constant__`) or managed variable of a library, of type T as the
@@ -105,11 +108,14 @@ struct kernel_parameter {
 template <class T>
 class library_variable {
  public:
-  using element_type = std::remove_all_extents_t<T>;
+  using element_type = std::remove_all_extents_t<T>;  ///< T less its extents: float for float[256].
+  /// `bytes` bytes at device address `data`, as library_ref::global() and managed() find them.
   library_variable(element_type* data, std::size_t bytes) noexcept : data_(data), bytes_(bytes) {}
+  /// Its device address in the context it was looked up in; valid while the library is loaded.
   element_type* data() const noexcept { return data_; }
+  /// Its length in elements: size_bytes() / sizeof(element_type) (1 for a scalar T).
   std::size_t size() const noexcept { return bytes_ / sizeof(element_type); }
-  std::size_t size_bytes() const noexcept { return bytes_; }
+  std::size_t size_bytes() const noexcept { return bytes_; }  ///< Its size in bytes (the driver's).
 
  private:
   element_type* data_;
@@ -166,18 +172,18 @@ struct kernel_layout {
 };
 }  // namespace detail
 
-/// A library kernel whose parameter types the user asserts: curt::launch converts arguments to
-/// them at compile time, as for a __global__ function. Made by library_kernel::as<Signature>().
 template <class Signature>
 class typed_library_kernel;
+/// A library kernel whose parameter types the user asserts: curt::launch converts arguments to
+/// them at compile time, as for a __global__ function. Made by library_kernel::as<Signature>().
 template <class... Params>
 class typed_library_kernel<void(Params...)> {
  public:
-  using kernel_handle_tag = void;
+  using kernel_handle_tag = void;  ///< curt::launch takes it as a kernel, not as a functor
   static_assert((std::is_trivially_copyable_v<std::decay_t<Params>> && ...),
                 "curt::library_kernel::as: kernel parameters are copied byte for byte; each "
                 "type must be trivially copyable");
-  cudaKernel_t get() const noexcept { return handle_; }
+  cudaKernel_t get() const noexcept { return handle_; }  ///< The CUkernel, for cuKernel* calls.
 
  private:
   friend class library_kernel;
@@ -191,23 +197,23 @@ class typed_library_kernel<void(Params...)> {
 /// Copyable; valid while its library is loaded.
 class library_kernel {
  public:
-  using kernel_handle_tag = void;  // curt::launch takes it as a kernel, not as a functor
+  using kernel_handle_tag = void;  ///< curt::launch takes it as a kernel, not as a functor
 
   /// The kernel `handle` (from cuLibraryGetKernel or cudaGetKernel). No driver call: the layout
   /// is read later, in a context at hand then (cuKernelGetParamInfo needs one).
   explicit library_kernel(cudaKernel_t handle)
       : handle_(handle), layout_(std::make_shared<detail::kernel_layout>()) {}
 
-  cudaKernel_t get() const noexcept { return handle_; }
+  cudaKernel_t get() const noexcept { return handle_; }  ///< The CUkernel, for cuKernel* calls.
   /// The kernel's name as the source spells it (demangled), from the driver. Asked with no
   /// context if the driver allows; else in the current context, else an active primary context,
   /// else the runtime device's (which this may wake).
   std::string name() const { return detail::library_kernel_name(handle_); }
-  /// Offset and size of each parameter; empty, with parameters_known() false, where the driver
-  /// cannot tell (older than 12.4). Read at the first checked launch in the stream's context;
-  /// before one, here, in the context name() uses.
+  /// Each parameter's offset and size, and whether the driver could tell (false, with none, for a
+  /// driver older than 12.4: launches then go unchecked). Read at the first checked launch in the
+  /// stream's context; before one, here, in the context name() uses (a failure throws). @{
   const std::vector<kernel_parameter>& parameters() const { return layout().parameters; }
-  bool parameters_known() const { return layout().known; }
+  bool parameters_known() const { return layout().known; }  ///@}
 
   /// A view that launches with the parameter types of `Signature` (void(float, int*)), checked
   /// here against the driver's layout (read as for parameters()): the count, each type's size.
@@ -304,10 +310,11 @@ void launch(stream_ref stream, const launch_config& config,
 /// A non-owning library handle.
 class library_ref {
  public:
+  /// Refers to `handle` (a CUlibrary), owning nothing; no check, no driver call.
   library_ref(cudaLibrary_t handle) noexcept : handle_(handle) {}  // NOLINT: implicit by design
-
+  /// The native handle; get() throws and valid() is false for a ref of an owner holding none. @{
   cudaLibrary_t get() const { return native("get()"); }
-  bool valid() const noexcept { return !detail::is_state_handle(handle_); }
+  bool valid() const noexcept { return !detail::is_state_handle(handle_); }  ///@}
 
   /// The kernel `name` (extern "C" or a lowered name: rtc::compiled::lowered_name); a name the
   /// library lacks throws, naming the kernels it has.
@@ -362,10 +369,11 @@ class library_ref {
   }
 
  protected:
+  /// The handle for a driver call; throws, naming `operation`, when there is none.
   cudaLibrary_t native(const char* operation) const {
     return detail::usable_handle(handle_, "curt::library", operation);
   }
-  cudaLibrary_t handle_;
+  cudaLibrary_t handle_;  ///< The library; a state (see handle.hpp) for an owner that holds none.
 
  private:
   template <class T, class Get>
@@ -428,7 +436,7 @@ class library : public detail::unique_handle<library_ref, detail::library_traits
   static library from_file(const std::string& path, const library_options& options = {}) {
     return library(load(nullptr, path.c_str(), options));
   }
-  explicit library(no_handle_t) noexcept : base(no_handle) {}
+  explicit library(no_handle_t) noexcept : base(no_handle) {}  ///< An empty owner: uses throw.
   /// Takes ownership of a loaded library (not null).
   static library from_native_handle(cudaLibrary_t handle) {
     if (handle == nullptr || detail::is_state_handle(handle))
