@@ -20,6 +20,7 @@
 // Kernels, views and library_refs are valid while their library is loaded.
 #pragma once
 
+#include <curt/core/atomic.hpp>
 #include <curt/core/context.hpp>
 #include <curt/core/device.hpp>
 #include <curt/core/driver.hpp>
@@ -31,10 +32,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -159,7 +158,7 @@ inline std::string library_kernel_name(cudaKernel_t kernel) {
 // A library kernel's parameter layout, read once, the first time it is needed, and shared by the
 // kernel's copies: `ready` is set (release) after the rest, under `mutex`, and never cleared.
 struct kernel_layout {
-  std::atomic<bool> ready{false};
+  atomic<bool> ready{false};
   std::mutex mutex;
   bool known = false;  // false with a driver older than 12.4, which cannot tell
   std::vector<kernel_parameter> parameters;
@@ -230,7 +229,7 @@ class library_kernel {
   /// Whether arguments of these sizes fit the layout (true where it is unknown). The first call
   /// reads the layout in `stream`'s context (the current one, if any); later ones read no driver.
   bool matches(stream_ref stream, const std::size_t* sizes, std::size_t count) const {
-    if (CURT_UNLIKELY(!layout_->ready.load(std::memory_order_acquire))) read_layout(&stream);
+    if (CURT_UNLIKELY(!layout_->ready.load(detail::order::acquire))) read_layout(&stream);
     return layout_->fits(sizes, count);
   }
   /// Throws for arguments that do not fit, naming their sizes and the kernel's layout (read).
@@ -244,7 +243,7 @@ class library_kernel {
 
  private:
   const detail::kernel_layout& layout() const {
-    if (CURT_UNLIKELY(!layout_->ready.load(std::memory_order_acquire))) read_layout(nullptr);
+    if (CURT_UNLIKELY(!layout_->ready.load(detail::order::acquire))) read_layout(nullptr);
     return *layout_;
   }
   // Fills the layout once: in `stream`'s context where given, else as name() asks. A failure
@@ -254,7 +253,7 @@ class library_kernel {
         detail::driver_function_or_null("cuKernelGetParamInfo", 12040));
     detail::kernel_layout& l = *layout_;
     std::lock_guard<std::mutex> lock(l.mutex);
-    if (l.ready.load(std::memory_order_relaxed)) return;  // another thread read it meanwhile
+    if (l.ready.load(detail::order::relaxed)) return;  // another thread read it meanwhile
     if (info != nullptr) {  // otherwise launches are not checked
       detail::context_scope in;
       if (stream != nullptr) in.enter(detail::for_stream, stream->get());
@@ -273,7 +272,7 @@ class library_kernel {
       l.parameters = std::move(parameters);
       l.known = true;
     }
-    l.ready.store(true, std::memory_order_release);
+    l.ready.store(true, detail::order::release);
   }
 
   cudaKernel_t handle_;
