@@ -105,6 +105,17 @@ std::string random_message(const char* prefix) {
   return std::string(prefix) + " #" + std::to_string(curt_test::random_ints(1, 0, 1 << 30)[0]);
 }
 
+// The report of a host function's exception whose stream is gone: its message, the stream's id.
+void check_gone_stream_report(error_recorder& errors, const std::string& message,
+                              unsigned long long id) {
+  CHECK(errors.host_function_errors.load() == 1);
+  std::string what = errors.message(0);
+  INFO("what(): " << what);
+  CHECK_THAT(what, ContainsSubstring(message));
+  CHECK_THAT(what, ContainsSubstring("destroyed"));
+  CHECK_THAT(what, ContainsSubstring(std::to_string(id)));
+}
+
 void end_capture(cudaStream_t s, cudaGraph_t* graph) {
   REQUIRE(cudaStreamEndCapture(s, graph) == cudaSuccess);
   REQUIRE(*graph != nullptr);
@@ -322,12 +333,7 @@ TEST_CASE("an exception of a stream destroyed before its host function ran goes 
   CHECK(ran->load());
   std::this_thread::sleep_for(20ms);
   CHECK(errors.count.load() == 1);
-  CHECK(errors.host_function_errors.load() == 1);
-  std::string what = errors.message(0);
-  INFO("what(): " << what);
-  CHECK_THAT(what, ContainsSubstring(message));
-  CHECK_THAT(what, ContainsSubstring("destroyed"));
-  CHECK_THAT(what, ContainsSubstring(std::to_string(id)));
+  check_gone_stream_report(errors, message, id);
   std::exception_ptr original = errors.original(0);
   REQUIRE(original != nullptr);
   CHECK_THROWS_AS(std::rethrow_exception(original), std::runtime_error);
@@ -413,12 +419,7 @@ TEST_CASE("a stream its buffers keep after its owner died keeps its host excepti
     CHECK(errors.count.load() == 0);
     buffer.reset();  // destroys the stream
     REQUIRE(errors.count.load() == 1);
-    CHECK(errors.host_function_errors.load() == 1);
-    std::string what = errors.message(0);
-    INFO("what(): " << what);
-    CHECK_THAT(what, ContainsSubstring(message));
-    CHECK_THAT(what, ContainsSubstring("destroyed"));
-    CHECK_THAT(what, ContainsSubstring(std::to_string(id)));
+    check_gone_stream_report(errors, message, id);
     CHECK_FALSE(curt::detail::deferred().has_errors());  // nothing left kept for good
   }
 }
