@@ -45,7 +45,8 @@ class rtc_category_impl final : public std::error_category {
         "NVJITLINK_SUCCESS", "NVJITLINK_ERROR_UNRECOGNIZED_OPTION", "NVJITLINK_ERROR_MISSING_ARCH",
         "NVJITLINK_ERROR_INVALID_INPUT", "NVJITLINK_ERROR_PTX_COMPILE",
         "NVJITLINK_ERROR_NVVM_COMPILE", "NVJITLINK_ERROR_INTERNAL", "NVJITLINK_ERROR_THREADPOOL",
-        "NVJITLINK_ERROR_UNRECOGNIZED_INPUT", "NVJITLINK_ERROR_FINALIZE", "NVJITLINK_ERROR_NULL_INPUT",
+        "NVJITLINK_ERROR_UNRECOGNIZED_INPUT", "NVJITLINK_ERROR_FINALIZE",
+        "NVJITLINK_ERROR_NULL_INPUT",
         "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS", "NVJITLINK_ERROR_INCORRECT_INPUT_TYPE",
         "NVJITLINK_ERROR_ARCH_MISMATCH", "NVJITLINK_ERROR_OUTDATED_LIBRARY",
         "NVJITLINK_ERROR_MISSING_FATBIN", "NVJITLINK_ERROR_UNRECOGNIZED_ARCH",
@@ -318,6 +319,7 @@ class linker {
     parts_.push_back(&part);
     return *this;
   }
+  linker& add(const compiled&& part) = delete;  ///< A temporary would be gone before link().
 
   /// The linked CUBIN (in compiled::cubin()), with nvJitLink's info log; throws rtc::error with
   /// its error log when the link fails.

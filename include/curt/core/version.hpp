@@ -31,7 +31,8 @@ struct version {
   static constexpr version from_encoded(int encoded) noexcept {
     return {encoded / 1000, encoded % 1000 / 10};
   }
-  constexpr int encoded() const noexcept { return major * 1000 + minor * 10; }  ///< 12.4 is 12040.
+  /// CUDA's form, 12.4 is 12040 (patch left out; not CURT_VERSION's form).
+  constexpr int encoded() const noexcept { return major * 1000 + minor * 10; }
   /// "12.4"; "0.1.2" when the patch number is not 0.
   std::string to_string() const {
     std::string text = std::to_string(major) + '.' + std::to_string(minor);

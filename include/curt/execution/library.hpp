@@ -37,6 +37,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -293,8 +294,12 @@ void launch(stream_ref stream, const launch_config& config, const library_kernel
     kernel.refuse(detail::describe_launch(config.native(stream.get()), kernel.name()),
                   "arguments", sizes, sizeof...(Args));
   }
-  void* pointers[] = {const_cast<void*>(static_cast<const void*>(&args))..., nullptr};
-  detail::launch_or_throw(config.native(stream.get()), kernel.get(), pointers);
+  // Copies of the decayed values: an array argument is passed as its address, as it decays.
+  std::tuple<std::decay_t<Args>...> values(std::forward<Args>(args)...);
+  std::apply([&](auto&... v) {
+    void* pointers[] = {static_cast<void*>(&v)..., nullptr};
+    detail::launch_or_throw(config.native(stream.get()), kernel.get(), pointers);
+  }, values);
 }
 
 /// Launches a typed view of a library kernel: arguments convert to its parameters at compile

@@ -250,7 +250,7 @@ class graph_ref {
   cudaGraph_t get() const { return native("get()"); }
   bool valid() const noexcept { return !detail::is_state_handle(handle_); }  ///@}
 
-  inline graph clone() const;  ///< A copy (not with memory, conditional or device-updatable nodes).
+  inline graph clone() const;  ///< A copy; refused for memory, conditional, device-updatable nodes.
   /// An executable graph; a failure names the result and the node the driver blames, if any.
   inline graph_exec instantiate(instantiate_flags flags = instantiate_flags::none) const;
   /// The same, uploaded on `upload_stream` so that the first launch does not pay for it.

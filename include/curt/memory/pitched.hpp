@@ -104,7 +104,7 @@ class basic_pitched_buffer
   using span::get;
   using span::valid;
   std::size_t width() const noexcept { return extent(this->place_.width); }  ///< Elements per row.
-  std::size_t height() const noexcept { return extent(this->place_.height); }  ///< Rows per slice.
+  std::size_t height() const noexcept { return extent(this->place_.height); }  ///< Rows of a slice.
   template <int D = Dimensions, std::enable_if_t<D == 3, int> = 0>
   std::size_t depth() const noexcept { return extent(this->place_.depth); }  ///< Slices (3D only).
   /// Bytes from one row to the next (at least width() * sizeof(T)).
