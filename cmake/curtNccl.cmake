@@ -39,21 +39,8 @@ unset(_curt_nccl_hints)
 if(CURT_NCCL_INCLUDE_DIR AND CURT_NCCL_LIBRARY AND EXISTS "${CURT_NCCL_INCLUDE_DIR}/nccl.h"
    AND EXISTS "${CURT_NCCL_LIBRARY}")
   set(CURT_HAS_NCCL ON)
-  if(_curt_nccl_in_package)
-    add_library(curt::nccl INTERFACE IMPORTED)
-    set_target_properties(curt::nccl PROPERTIES
-      INTERFACE_INCLUDE_DIRECTORIES "${CURT_NCCL_INCLUDE_DIR}"
-      INTERFACE_LINK_LIBRARIES "curt::curt;${CURT_NCCL_LIBRARY}")
-    set(curt_nccl_FOUND TRUE)
-  else()
-    add_library(curt_nccl INTERFACE)
-    add_library(curt::nccl ALIAS curt_nccl)
-    target_include_directories(curt_nccl SYSTEM INTERFACE ${CURT_NCCL_INCLUDE_DIR})
-    target_link_libraries(curt_nccl INTERFACE curt::curt ${CURT_NCCL_LIBRARY})
-  endif()
-  if(NOT (_curt_nccl_in_package AND curt_FIND_QUIETLY))
-    message(STATUS "curt: NCCL found: ${CURT_NCCL_INCLUDE_DIR}/nccl.h, ${CURT_NCCL_LIBRARY}")
-  endif()
+  _curt_optional_target(nccl "${CURT_NCCL_INCLUDE_DIR}" "${CURT_NCCL_LIBRARY}"
+                        "NCCL found: ${CURT_NCCL_INCLUDE_DIR}/nccl.h, ${CURT_NCCL_LIBRARY}")
 else()
   set(CURT_HAS_NCCL OFF)
   if(_curt_nccl_in_package)

@@ -44,23 +44,9 @@ if(CURT_NVRTC_INCLUDE_DIR AND CURT_NVRTC_LIBRARY AND CURT_NVJITLINK_LIBRARY
    AND EXISTS "${CURT_NVRTC_INCLUDE_DIR}/nvJitLink.h"
    AND EXISTS "${CURT_NVRTC_LIBRARY}" AND EXISTS "${CURT_NVJITLINK_LIBRARY}")
   set(CURT_HAS_RTC ON)
-  set(_curt_rtc_libraries "${CURT_NVRTC_LIBRARY};${CURT_NVJITLINK_LIBRARY}")
-  if(_curt_rtc_in_package)
-    add_library(curt::rtc INTERFACE IMPORTED)
-    set_target_properties(curt::rtc PROPERTIES
-      INTERFACE_INCLUDE_DIRECTORIES "${CURT_NVRTC_INCLUDE_DIR}"
-      INTERFACE_LINK_LIBRARIES "curt::curt;${_curt_rtc_libraries}")
-    set(curt_rtc_FOUND TRUE)
-  else()
-    add_library(curt_rtc INTERFACE)
-    add_library(curt::rtc ALIAS curt_rtc)
-    target_include_directories(curt_rtc SYSTEM INTERFACE ${CURT_NVRTC_INCLUDE_DIR})
-    target_link_libraries(curt_rtc INTERFACE curt::curt ${_curt_rtc_libraries})
-  endif()
-  if(NOT (_curt_rtc_in_package AND curt_FIND_QUIETLY))
-    message(STATUS "curt: NVRTC found: ${CURT_NVRTC_LIBRARY}, ${CURT_NVJITLINK_LIBRARY}")
-  endif()
-  unset(_curt_rtc_libraries)
+  _curt_optional_target(rtc "${CURT_NVRTC_INCLUDE_DIR}"
+                        "${CURT_NVRTC_LIBRARY};${CURT_NVJITLINK_LIBRARY}"
+                        "NVRTC found: ${CURT_NVRTC_LIBRARY}, ${CURT_NVJITLINK_LIBRARY}")
 else()
   set(CURT_HAS_RTC OFF)
   if(_curt_rtc_in_package)
