@@ -7,6 +7,7 @@
 #include <curt/library.hpp>
 #include <curt/rtc.hpp>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -189,6 +190,24 @@ TEST_CASE("nvJitLink links LTO-IR of two programs into one CUBIN", "[rtc]") {
         "nvJitLinkResult " + std::to_string(NVJITLINK_ERROR_LTO_NOT_ENABLED + 1));
 }
 
+TEST_CASE("a moved-from library_kernel is a copy: the same kernel and its layout", "[library]") {
+  // Found by review: the move emptied the layout's shared_ptr and kept the handle, so the next
+  // use read through null (a crash before any driver call).
+  const auto handle = reinterpret_cast<cudaKernel_t>(std::uintptr_t{0x1234});  // never called
+  curt::library_kernel from(handle);
+  curt::library_kernel to = std::move(from);
+  CHECK(from.get() == handle);
+  CHECK(to.get() == handle);
+  if (curt::driver_version().encoded() == 0) {  // no driver: the layout is read as unknown
+    CHECK_FALSE(from.parameters_known());
+    CHECK(from.parameters().empty());
+  }
+  curt::library_kernel assigned(handle);
+  assigned = std::move(to);
+  CHECK(to.get() == handle);
+  if (curt::driver_version().encoded() == 0) CHECK_FALSE(to.parameters_known());
+}
+
 TEST_CASE("a library owner that holds nothing refuses before the driver", "[library]") {
   curt::library empty(curt::no_handle);
   CHECK_FALSE(empty.valid());
@@ -199,6 +218,9 @@ TEST_CASE("a library owner that holds nothing refuses before the driver", "[libr
   curt::library target = std::move(moved);
   curt_test::require_cuda_error([&] { (void)moved.get(); }, cudaErrorInvalidResourceHandle,
                                 {"curt::library::get()", "moved-from"});
+  curt_test::require_cuda_error([&] { (void)moved.global<float>(curt::device::from_ordinal_unchecked(0), "x"); },
+                                cudaErrorInvalidResourceHandle,
+                                {"curt::library::global()", "moved-from"});
   curt_test::require_cuda_error([&] { (void)curt::library::from_native_handle(nullptr); },
                                 cudaErrorInvalidResourceHandle,
                                 {"curt::library::from_native_handle", "not null"});

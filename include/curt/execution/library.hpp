@@ -203,6 +203,9 @@ class library_kernel {
   /// is read later, in a context at hand then (cuKernelGetParamInfo needs one).
   explicit library_kernel(cudaKernel_t handle)
       : handle_(handle), layout_(std::make_shared<detail::kernel_layout>()) {}
+  /// Copies share the layout; a move copies too, so no kernel is left without one. @{
+  library_kernel(const library_kernel&) = default;
+  library_kernel& operator=(const library_kernel&) = default;  ///@}
 
   cudaKernel_t get() const noexcept { return handle_; }  ///< The CUkernel, for cuKernel* calls.
   /// The kernel's name as the source spells it (demangled), from the driver. Asked with no
@@ -281,7 +284,8 @@ class library_kernel {
 };
 
 /// Launches a library kernel; each argument is passed byte for byte, so its size must be its
-/// parameter's (checked against the driver's layout: pass 2.0f, not 2.0, for a float).
+/// parameter's (checked against the driver's layout: pass 2.0f, not 2.0, for a float). Types of
+/// one size are not told apart (an int for a float passes): as<Signature>() checks the types.
 template <class... Args>
 void launch(stream_ref stream, const launch_config& config, const library_kernel& kernel,
             Args&&... args) {
@@ -354,6 +358,7 @@ class library_ref {
   /// one, else its primary); throws unless its size is sizeof(T) (for T = E[], n * sizeof(E)).
   template <class T>
   library_variable<T> global(device d, const std::string& name) const {
+    (void)native("global()");  // an owner holding none says so before any context is made
     device_guard guard(d);
     return variable<T>(CURT_DETAIL_DRIVER_FUNCTION(cuLibraryGetGlobal, 12000), name,
                        "cuLibraryGetGlobal", "global variable");
