@@ -18,6 +18,7 @@
 #include <curt/graph/conditional.hpp>
 #include <curt/graph/device_launch.hpp>
 #include <curt/graph/graph.hpp>
+#include <curt/graph/memory.hpp>
 #include <curt/graph/node.hpp>
 #include <curt/graph/node_update.hpp>
 #include <curt/graph/nodes.hpp>
