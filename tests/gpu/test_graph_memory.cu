@@ -1,0 +1,141 @@
+// Graph memory of a device (include/curt/graph_memory.hpp): a graph's allocation node, launched,
+// shows in the used and reserved amounts and their high watermarks while its allocation lives
+// (the kernel that wrote it computed right, from fresh random inputs); freed by another graph, it
+// leaves the used amount; trimmed, the reserved amount drops; the high watermarks reset to what
+// is left; the calls leave a thread with no context without one; values CUDA refuses are refused
+// before it is called. Everything is measured against what the device held before the test, so
+// graph memory held elsewhere in the process does not matter.
+#include <catch.hpp>
+#include <expect.hpp>
+#include <isolation.hpp>
+#include <kernels.cuh>
+
+#include <curt/copy.hpp>
+#include <curt/device.hpp>
+#include <curt/graph.hpp>
+#include <curt/graph_memory.hpp>
+#include <curt/graph_nodes.hpp>
+#include <curt/launch.hpp>
+#include <curt/memory.hpp>
+#include <curt/stream.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace {
+
+using attribute = curt::graph_memory_attribute;
+
+// Several MiB, so that the allocation is more than any granularity the pool rounds to.
+std::size_t random_count() {
+  return static_cast<std::size_t>(curt_test::random_ints(1, 4 << 20, 8 << 20)[0]);
+}
+
+std::string describe(const curt::graph_memory_info& m) {
+  return "used " + std::to_string(m.used) + ", used_high " + std::to_string(m.used_high) +
+         ", reserved " + std::to_string(m.reserved) + ", reserved_high " +
+         std::to_string(m.reserved_high);
+}
+
+}  // namespace
+
+TEST_CASE("an allocation node's memory is used while it lives, reserved until trimmed, and the "
+          "high watermarks reset", "[graph_memory]") {
+  const curt::device d(0);
+  curt::stream s(d);
+  const std::size_t n = random_count();
+  const std::uint64_t bytes = n * sizeof(float);
+  const std::vector<float> x = curt_test::random_floats(n);
+  const float a = curt_test::random_floats(1, 0.5f, 2.0f)[0];
+  const float b = curt_test::random_floats(1, -1.0f, 1.0f)[0];
+  curt::device_buffer<float> dx(d, n), out(d, n);
+  curt::copy(dx, x, s);
+  curt::fill(out, -1.0f, s);  // poisoned: the graph must overwrite every element
+  s.synchronize();
+
+  curt::trim_graph_memory(d);  // start from what the rest of the process holds
+  const curt::graph_memory_info before = curt::graph_memory(d);
+  INFO("before: " << describe(before));
+
+  curt::graph make = curt::graph::create();
+  curt::allocation_node<float> scratch = curt::add_allocation_node<float>(make, {}, d, n);
+  const int count = static_cast<int>(n);
+  curt::graph_node k = curt::add_kernel_node(
+      make, {scratch}, curt::launch_config(curt::ceil_div(count, 256), 256), curt_test::slow_affine,
+      static_cast<const float*>(dx.data()), scratch.data(), count, a, b, 0ull);
+  curt::add_memcpy_node(make, {k}, out, scratch);
+  curt::graph release = curt::graph::create();
+  curt::add_free_node(release, {}, scratch);
+  {
+    curt::graph_exec made = make.instantiate(), freed = release.instantiate();
+    made.launch(s);
+    s.synchronize();
+
+    const curt::graph_memory_info held = curt::graph_memory(d);
+    INFO("held: " << describe(held));
+    CHECK(held.used >= before.used + bytes);
+    CHECK(held.used == curt::graph_memory(d, attribute::used_current));
+    CHECK(held.reserved >= held.used);
+    CHECK(held.used_high >= held.used);
+    CHECK(held.reserved_high >= held.reserved);
+    std::vector<float> back(n);
+    curt::copy_and_wait(back, out, s);
+    std::vector<float> want(n);
+    for (std::size_t i = 0; i < n; ++i) want[i] = a * x[i] + b;
+    curt_test::require_close_all(back, want);
+
+    freed.launch(s);
+    s.synchronize();
+    const curt::graph_memory_info after_free = curt::graph_memory(d);
+    INFO("after the free: " << describe(after_free));
+    CHECK(after_free.used + bytes <= held.used);
+    CHECK(after_free.used_high >= held.used);  // a watermark stays until reset
+
+    curt::reset_graph_memory_high(d);
+    const curt::graph_memory_info reset = curt::graph_memory(d);
+    INFO("after the reset: " << describe(reset));
+    CHECK(reset.used_high < held.used);  // it was at least held.used before the reset
+
+    // Neither graph runs or is queued (the stream is idle): a trim gives the freed memory back,
+    // while the executable graphs still exist.
+    const std::uint64_t reserved_before_trim = curt::graph_memory(d, attribute::reserved_current);
+    curt::trim_graph_memory(d);
+    const curt::graph_memory_info trimmed = curt::graph_memory(d);
+    INFO("reserved before the trim " << reserved_before_trim << "; trimmed: "
+                                     << describe(trimmed));
+    CHECK(reserved_before_trim >= bytes);
+    CHECK(trimmed.reserved < reserved_before_trim);
+    curt::set_graph_memory(d, attribute::reserved_high, 0);
+    CHECK(curt::graph_memory(d, attribute::reserved_high) < reserved_before_trim);
+  }
+}
+
+TEST_CASE("graph memory calls on a thread with no context leave it without one",
+          "[graph_memory]") {
+  const curt::device d(0);
+  // Seen on the thread, checked here (Catch2's assertions are not thread-safe).
+  bool had_context = true, left_context = true;
+  curt::graph_memory_info m;
+  curt_test::on_fresh_thread([&] {
+    had_context = curt_test::current_context() != nullptr;
+    m = curt::graph_memory(d);
+    curt::reset_graph_memory_high(d);
+    curt::trim_graph_memory(d);
+    left_context = curt_test::current_context() != nullptr;
+  });
+  CHECK_FALSE(had_context);
+  CHECK_FALSE(left_context);
+  CHECK(m.reserved_high >= m.reserved);
+}
+
+TEST_CASE("graph memory values CUDA refuses are refused first, and nothing changes",
+          "[graph_memory]") {
+  const curt::device d(0);
+  const std::uint64_t used = curt::graph_memory(d, attribute::used_current);
+  curt_test::require_cuda_error([&] { curt::set_graph_memory(d, attribute::used_current, 0); },
+                                cudaErrorInvalidValue, {"used_current", "only the high"});
+  curt_test::require_cuda_error([&] { curt::set_graph_memory(d, attribute::used_high, 4096); },
+                                cudaErrorInvalidValue, {"used_high", "4096", "reset, to 0"});
+  CHECK(curt::graph_memory(d, attribute::used_current) == used);
+}
