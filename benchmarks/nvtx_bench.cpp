@@ -24,7 +24,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <unistd.h>
 #include <vector>
 
 namespace bench {
@@ -74,22 +73,22 @@ void rotated(benchmark::State& state, const Raw& raw, const Curt& curt) {
   auto curt_batch = [&] {
     for (int i = 0; i < kRanges; ++i) curt(i);
   };
+  // The three orders in turn: (empty, raw, curt), (raw, curt, empty), (curt, empty, raw).
+  static constexpr int kOrders[3][3] = {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}};
   std::vector<double> empty_ns, raw_ns, curt_ns, ratio, over_empty;
   int turn = 0;
   for (auto _ : state) {
     (void)_;
-    double e = 0.0, r = 0.0, c = 0.0;
-    switch (turn) {  // rotate the order
-      case 0: e = timed(empty_batch); r = timed(raw_batch); c = timed(curt_batch); break;
-      case 1: r = timed(raw_batch); c = timed(curt_batch); e = timed(empty_batch); break;
-      default: c = timed(curt_batch); e = timed(empty_batch); r = timed(raw_batch); break;
-    }
+    double ns[3] = {0.0, 0.0, 0.0};  // empty, raw, curt
+    for (int which : kOrders[turn])
+      ns[which] = which == 0 ? timed(empty_batch) : which == 1 ? timed(raw_batch)
+                                                               : timed(curt_batch);
     turn = (turn + 1) % 3;
-    empty_ns.push_back(e);
-    raw_ns.push_back(r);
-    curt_ns.push_back(c);
-    ratio.push_back(c / r);
-    over_empty.push_back(c - e);
+    empty_ns.push_back(ns[0]);
+    raw_ns.push_back(ns[1]);
+    curt_ns.push_back(ns[2]);
+    ratio.push_back(ns[2] / ns[1]);
+    over_empty.push_back(ns[2] - ns[0]);
   }
   state.SetItemsProcessed(state.iterations() * 3 * kRanges);
   state.counters["empty_ns"] = curt_bench::median_of(empty_ns);
@@ -160,16 +159,7 @@ int main(int argc, char** argv) {
   curt_bench::add("nvtx/domain_color_payload", bench::domain_color_payload)
       ->Unit(benchmark::kNanosecond);
   curt_bench::add("nvtx/mark", bench::mark)->Unit(benchmark::kNanosecond);
-  if (console) {
-    curt_bench::detail::paired_summary reporter(isatty(STDOUT_FILENO)
-                                                    ? benchmark::ConsoleReporter::OO_ColorTabular
-                                                    : benchmark::ConsoleReporter::OO_Tabular);
-    benchmark::RunSpecifiedBenchmarks(&reporter);
-    std::fflush(stdout);
-    reporter.print();
-  } else {
-    benchmark::RunSpecifiedBenchmarks();
-  }
+  curt_bench::run_registered(console);
   benchmark::Shutdown();
   return curt_bench::failures().load() != 0 ? 1 : 0;
 }
