@@ -2,9 +2,11 @@
 // shows in the used and reserved amounts and their high watermarks while its allocation lives
 // (the kernel that wrote it computed right, from fresh random inputs); freed by another graph, it
 // leaves the used amount; trimmed, the reserved amount drops; the high watermarks reset to what
-// is left; the calls leave a thread with no context without one; values CUDA refuses are refused
-// before it is called. Everything is measured against what the device held before the test, so
-// graph memory held elsewhere in the process does not matter.
+// is left; the calls leave a thread with no context without one, and (in a child process, where
+// no context exists yet) wake no primary context, also while the program's own context of the
+// device lives; values CUDA refuses are refused before it is called. Everything is measured
+// against what the device held before the test, so graph memory held elsewhere in the process
+// does not matter.
 #include <catch.hpp>
 #include <expect.hpp>
 #include <isolation.hpp>
@@ -20,6 +22,7 @@
 #include <curt/stream.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -127,6 +130,59 @@ TEST_CASE("graph memory calls on a thread with no context leave it without one",
   CHECK_FALSE(had_context);
   CHECK_FALSE(left_context);
   CHECK(m.reserved_high >= m.reserved);
+}
+
+// Runs only in a child process (hidden), where no context exists yet. The calls go to the
+// driver's cuDevice*GraphMem* functions, which take the device: neither the calling thread nor
+// device 0's primary context may get a context from them. A driver that needs a context there
+// fails a call (the thread's exception names it) or wakes the primary context (named below).
+TEST_CASE("graph memory calls in a process without a primary context (child)",
+          "[.][graph-memory-child]") {
+  REQUIRE_FALSE(curt_test::primary_active(0));  // the premise: main() made no context
+  const curt::device d(0);
+  std::vector<std::string> broken;
+  std::vector<curt::graph_memory_info> seen;
+  auto calls = [&](const std::string& when) {
+    curt_test::on_fresh_thread([&] {
+      if (curt_test::current_context() != nullptr) {
+        broken.push_back(when + ": the fresh thread had a context");
+        return;
+      }
+      seen.push_back(curt::graph_memory(d));
+      (void)curt::graph_memory(d, attribute::reserved_high);
+      curt::reset_graph_memory_high(d);
+      curt::trim_graph_memory(d);
+      if (curt_test::current_context() != nullptr)
+        broken.push_back(when + ": left a context current");
+      if (curt_test::primary_active(0))
+        broken.push_back(when + ": made device 0's primary context active");
+    });
+  };
+  calls("no context in the process");
+  {
+    curt_test::user_context mine(0);  // the program's own, current on this thread only
+    calls("the program's own context current on another thread");
+  }
+  for (const std::string& what : broken) FAIL_CHECK(what);
+  REQUIRE(seen.size() == 2u);
+  for (const curt::graph_memory_info& m : seen) CHECK(m.reserved_high >= m.reserved);
+  CHECK_FALSE(curt_test::primary_active(0));
+  std::printf("GRAPH-MEMORY-CHILD-REACHED-ITS-END\n");
+  std::fflush(stdout);
+}
+
+TEST_CASE("graph memory calls wake no primary context the program did not use",
+          "[graph_memory]") {
+  if (curt_test::under_compute_sanitizer()) {
+    WARN("under compute-sanitizer: the child process is not run (the sanitizer makes contexts "
+         "in it)");
+    return;
+  }
+  const curt_test::child_result child =
+      curt_test::run_self("graph memory calls in a process without a primary context (child)");
+  INFO("child output:\n" << child.output);
+  CHECK(child.exit_code == 0);
+  CHECK(child.output.find("GRAPH-MEMORY-CHILD-REACHED-ITS-END") != std::string::npos);
 }
 
 TEST_CASE("graph memory values CUDA refuses are refused first, and nothing changes",

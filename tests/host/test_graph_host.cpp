@@ -4,13 +4,16 @@
 // released graphs, executable graphs and capture scopes on such streams): every operation throws
 // naming the state and the operation, before CUDA is called, and a value given to retain() on
 // such a graph is left with the caller. Graph memory attributes other than a high watermark's
-// reset are refused before CUDA, naming the attribute and the value.
+// reset are refused before CUDA, naming the attribute and the value; the attributes' values are
+// the driver's.
 #include <catch.hpp>
 #include <expect.hpp>
 
 #include <curt/graph.hpp>
 #include <curt/graph_capture.hpp>
 #include <curt/graph_memory.hpp>
+
+#include <cuda.h>  // CUgraphMem_attribute, checked against curt's values
 
 #include <cstdint>
 #include <memory>
@@ -336,4 +339,10 @@ TEST_CASE("graph memory: only a high watermark can be set, and only to 0, refuse
   }
   STATIC_REQUIRE(static_cast<int>(attribute::used_current) == cudaGraphMemAttrUsedMemCurrent);
   STATIC_REQUIRE(static_cast<int>(attribute::reserved_high) == cudaGraphMemAttrReservedMemHigh);
+  // The calls pass the value on to the driver's cuDevice*GraphMem* functions as it is.
+  STATIC_REQUIRE(static_cast<int>(attribute::used_current) == CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT);
+  STATIC_REQUIRE(static_cast<int>(attribute::used_high) == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH);
+  STATIC_REQUIRE(static_cast<int>(attribute::reserved_current) ==
+                 CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT);
+  STATIC_REQUIRE(static_cast<int>(attribute::reserved_high) == CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH);
 }

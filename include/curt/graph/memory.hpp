@@ -7,19 +7,21 @@
 //   curt::reset_graph_memory_high(gpu);                        // watermarks from here on
 //   curt::trim_graph_memory(gpu);                              // unused blocks back to the OS
 //
-// The calls run in the device's context (device_guard): a context of it that is current stays,
-// else its primary context is pushed for the call; no other device's context is made or touched.
+// The calls go to the driver's cuDevice*GraphMem* functions, which take the device and need no
+// context: none is made current, and no primary context is woken (the runtime's versions would
+// make the device's primary context, where the program may use only its own contexts).
 #pragma once
 
 #include <curt/core/context.hpp>
 #include <curt/core/device.hpp>
+#include <curt/core/driver.hpp>
 #include <curt/core/error.hpp>
 
 #include <cstdint>
 
 namespace curt {
 
-/// What cudaDeviceGetGraphMemAttribute reports, in bytes. The high watermarks count since the
+/// What cuDeviceGetGraphMemAttribute reports, in bytes. The high watermarks count since the
 /// process began or since they were last reset (reset_graph_memory_high).
 enum class graph_memory_attribute : int {
   used_current = cudaGraphMemAttrUsedMemCurrent,  ///< held by graph allocations now
@@ -47,12 +49,18 @@ constexpr const char* graph_memory_attribute_name(graph_memory_attribute a) noex
   }
   return "graph_memory_attribute(unknown)";
 }
-// Asks without a guard: the caller holds d's context.
-inline std::uint64_t graph_memory_in_context(device d, graph_memory_attribute a) {
-  std::uint64_t value = 0;  // cuuint64_t for all four (the runtime's documentation)
-  check(cudaDeviceGetGraphMemAttribute(d.ordinal(), static_cast<cudaGraphMemAttributeType>(a),
-                                       &value),
-        "cudaDeviceGetGraphMemAttribute",
+// d as the driver's CUdevice; an ordinal out of range is refused naming `call`.
+inline CUdevice graph_memory_device(device d, const char* call) {
+  (void)device_table(d.ordinal(), call);
+  return driver_device(d.ordinal());
+}
+// Failures are thrown in the runtime's category, as the runtime's versions would report them
+// (the driver's codes have the same numbers).
+inline std::uint64_t graph_memory_of(CUdevice cu, device d, graph_memory_attribute a) {
+  std::uint64_t value = 0;  // cuuint64_t for all four (cuda.h)
+  const auto get = CURT_DETAIL_DRIVER_FUNCTION(cuDeviceGetGraphMemAttribute, 11040);
+  check(static_cast<cudaError_t>(get(cu, static_cast<int>(a), &value)),
+        "cuDeviceGetGraphMemAttribute",
         {{"attribute", static_cast<int>(a)}, {"device", d.ordinal()}}, __FILE__, __LINE__);
   return value;
 }
@@ -60,22 +68,22 @@ inline std::uint64_t graph_memory_in_context(device d, graph_memory_attribute a)
 
 /// One attribute of device d's graph memory, in bytes.
 inline std::uint64_t graph_memory(device d, graph_memory_attribute a) {
-  device_guard guard(d);
-  return detail::graph_memory_in_context(d, a);
+  return detail::graph_memory_of(
+      detail::graph_memory_device(d, "cuDeviceGetGraphMemAttribute"), d, a);
 }
 
-/// All four attributes of device d's graph memory, in one pass through its context.
+/// All four attributes of device d's graph memory.
 inline graph_memory_info graph_memory(device d) {
-  device_guard guard(d);
+  const CUdevice cu = detail::graph_memory_device(d, "cuDeviceGetGraphMemAttribute");
   graph_memory_info info;
-  info.used = detail::graph_memory_in_context(d, graph_memory_attribute::used_current);
-  info.used_high = detail::graph_memory_in_context(d, graph_memory_attribute::used_high);
-  info.reserved = detail::graph_memory_in_context(d, graph_memory_attribute::reserved_current);
-  info.reserved_high = detail::graph_memory_in_context(d, graph_memory_attribute::reserved_high);
+  info.used = detail::graph_memory_of(cu, d, graph_memory_attribute::used_current);
+  info.used_high = detail::graph_memory_of(cu, d, graph_memory_attribute::used_high);
+  info.reserved = detail::graph_memory_of(cu, d, graph_memory_attribute::reserved_current);
+  info.reserved_high = detail::graph_memory_of(cu, d, graph_memory_attribute::reserved_high);
   return info;
 }
 
-/// Sets a high watermark (cudaDeviceSetGraphMemAttribute). CUDA allows only the two high
+/// Sets a high watermark (cuDeviceSetGraphMemAttribute). CUDA allows only the two high
 /// watermarks, and only 0 (a reset); anything else is refused before CUDA is called, naming the
 /// attribute and the value.
 inline void set_graph_memory(device d, graph_memory_attribute a, std::uint64_t value) {
@@ -90,10 +98,10 @@ inline void set_graph_memory(device d, graph_memory_attribute a, std::uint64_t v
                        : "only the high watermarks (used_high, reserved_high) can be set, and "
                          "only to 0; the current amounts are CUDA's to keep (nothing was called)",
                   __FILE__, __LINE__);
-  device_guard guard(d);
-  detail::check(cudaDeviceSetGraphMemAttribute(d.ordinal(),
-                                               static_cast<cudaGraphMemAttributeType>(a), &value),
-                "cudaDeviceSetGraphMemAttribute",
+  const CUdevice cu = detail::graph_memory_device(d, "cuDeviceSetGraphMemAttribute");
+  const auto set = CURT_DETAIL_DRIVER_FUNCTION(cuDeviceSetGraphMemAttribute, 11040);
+  detail::check(static_cast<cudaError_t>(set(cu, static_cast<int>(a), &value)),
+                "cuDeviceSetGraphMemAttribute",
                 {{"attribute", static_cast<int>(a)}, {"device", d.ordinal()}}, __FILE__, __LINE__);
 }
 
@@ -103,11 +111,12 @@ inline void reset_graph_memory_high(device d) {
   set_graph_memory(d, graph_memory_attribute::reserved_high, 0);
 }
 
-/// Gives device d's graph memory that no graph uses back to the OS (cudaDeviceGraphMemTrim):
+/// Gives device d's graph memory that no graph uses back to the OS (cuDeviceGraphMemTrim):
 /// memory of a graph that is running or queued to run stays.
 inline void trim_graph_memory(device d) {
-  device_guard guard(d);
-  detail::check(cudaDeviceGraphMemTrim(d.ordinal()), "cudaDeviceGraphMemTrim",
+  const CUdevice cu = detail::graph_memory_device(d, "cuDeviceGraphMemTrim");
+  const auto trim = CURT_DETAIL_DRIVER_FUNCTION(cuDeviceGraphMemTrim, 11040);
+  detail::check(static_cast<cudaError_t>(trim(cu)), "cuDeviceGraphMemTrim",
                 {{"device", d.ordinal()}}, __FILE__, __LINE__);
 }
 
