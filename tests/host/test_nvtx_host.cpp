@@ -34,6 +34,8 @@ static_assert(!std::is_copy_constructible_v<nvtx::scoped_range> &&
               !std::is_move_constructible_v<nvtx::scoped_range>);
 static_assert(!std::is_copy_constructible_v<nvtx::domain> &&
               !std::is_move_constructible_v<nvtx::domain>);
+// A domain is never destroyed (nvtxDomainDestroy would end other threads' open ranges).
+static_assert(std::is_trivially_destructible_v<nvtx::domain>);
 static_assert(!std::is_convertible_v<bool, nvtx::payload>);  // a flag is not a number to show
 
 TEST_CASE("attributes carry the message, and the colour and payload only where given", "[nvtx]") {

@@ -2,7 +2,7 @@
 // Nsight's timeline (opt-in: needs NVTX 3, which the CUDA toolkit ships header-only; CMake's
 // target curt::nvtx brings it and libdl, with which NVTX loads a tool).
 //
-//   static const curt::nvtx::domain app("my-app");  // lives as long as the ranges that use it
+//   static const curt::nvtx::domain app("my-app");  // made once; NVTX keeps it to the end
 //   {
 //     curt::nvtx::scoped_range r(app, "copy in", curt::nvtx::color::rgb(0, 160, 255), bytes);
 //     ...                                            // pushed here, popped at the scope's end
@@ -11,9 +11,14 @@
 //   curt::nvtx::name(stream, "copies");              // Nsight shows "copies" for the stream
 //
 // With no tool attached each call is NVTX's own: the first looks for a tool and, finding none,
-// leaves every later call an empty call through a function pointer (benchmarks/nvtx_bench.cpp
-// measures it against raw NVTX and an empty loop). NVTX reports no errors and calls no CUDA
-// function: nothing here throws but the names of owners that hold nothing.
+// sets NVTX's function pointers to null, so every later call loads one, tests it and returns
+// (benchmarks/nvtx_bench.cpp measures it against raw NVTX and an empty loop). NVTX reports no
+// errors and calls no CUDA function: nothing here throws but the names of owners that hold
+// nothing.
+//
+// NVTX's CUDA header brings <cuda.h>, whose #defines rename driver symbols (cuStreamGetCtx to
+// cuStreamGetCtx_v2, and so on): curt's driver macros paste and stringize their `name` without
+// expanding it, so they are unaffected; a second macro layer there would break that.
 #pragma once
 
 #if !__has_include(<nvtx3/nvToolsExt.h>)
@@ -84,14 +89,15 @@ class message {
 };
 
 /// An NVTX domain: the ranges and marks of one library or program part, grouped under its name in
-/// the tool. `domain::global()` is NVTX's own (unnamed). Neither copied nor moved: the ranges
-/// that use it refer to it, so declare it where it outlives them (a static, a member).
+/// the tool. `domain::global()` is NVTX's own (unnamed). Make each once, as a static (a function's
+/// `static const domain d("name");`): every construction registers a domain with the tool, and
+/// none is ever destroyed, as in NVTX's own nvtx3.hpp. nvtxDomainDestroy would end the ranges
+/// other threads still have open in it, tools free nothing on it, and a static's destructor
+/// would run at exit in no set order with the ranges of other statics. Neither copied nor moved.
 class domain {
  public:
   explicit domain(const char* name) noexcept : handle_(nvtxDomainCreateA(name)) {}
-  ~domain() {
-    if (handle_ != nullptr) nvtxDomainDestroy(handle_);
-  }
+  ~domain() = default;  // never nvtxDomainDestroy (above): the NVTX domain lives to the end
   domain(const domain&) = delete;
   domain& operator=(const domain&) = delete;
 
@@ -157,6 +163,8 @@ inline void mark(message text, color c = {}, const payload& p = {}) noexcept {
 /// Names a stream, an event or a device in the tool (nvtxNameCudaStreamA, ...Event, ...Device):
 /// the tool copies the name. A stream or event owner that holds nothing is refused as every use
 /// of it is (a cuda_error naming its state); a device is not checked against the device count.
+/// A default stream (legacy, per-thread) is a pseudo-handle no tool maps to a stream: naming it
+/// has no effect.
 inline void name(stream_ref s, message text) { nvtxNameCudaStreamA(s.get(), text.c_str()); }
 inline void name(event_ref e, message text) { nvtxNameCudaEventA(e.get(), text.c_str()); }
 inline void name(device d, message text) noexcept {
