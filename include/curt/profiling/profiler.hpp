@@ -1,6 +1,6 @@
 // curt/profiling/profiler.hpp: the region a profiler collects (cudaProfilerStart / Stop), as a
 // scope. With Nsight Systems' `--capture-range=cudaProfilerApi` (or Nsight Compute's
-// `--profile-from-start off`) only what runs inside such scopes is collected:
+// `--profile-from-start off`) what runs between a scope's start and its stop is collected:
 //
 //   {
 //     curt::profiler_scope profiled(gpu);  // cudaProfilerStart in gpu's context
@@ -9,7 +9,14 @@
 //
 // CUDA scopes both calls to the current context: they run in the device's context
 // (device_guard), so no other device's context is made or touched. Without a profiler attached
-// both succeed and do nothing.
+// both succeed and do nothing. Like any CUDA call, the start may fail with an error of earlier
+// asynchronous work.
+//
+// Scopes do not nest: CUDA counts neither starts nor stops, so the first stop ends collection,
+// also for a scope still open around it (a library's scope inside the caller's, or one on
+// another thread). Keep one scope at a time per process; curt keeps no count (that would be
+// process-wide state for what one scope per process already gives). nsys ends its capture at the
+// first stop unless told `--capture-range-end=repeat`, which collects each later scope too.
 #pragma once
 
 #include <curt/core/context.hpp>
@@ -42,7 +49,8 @@ inline void profiler_call(cudaError_t (*function)(), const char* name, device d)
 
 /// Starts the profiler's collection for device `d` (cudaProfilerStart) and stops it when the
 /// scope ends (cudaProfilerStop; a failure there goes to the error handler, never thrown) or at
-/// stop(). Neither copied nor moved: it starts and stops on the thread that made it.
+/// stop(). Not nestable: its stop ends collection for any other scope still open (see above).
+/// Neither copied nor moved: it starts and stops on the thread that made it.
 class profiler_scope {
  public:
   explicit profiler_scope(curt::device d) : device_(d) {
