@@ -92,13 +92,14 @@ TEST_CASE("an allocation node's memory is used while it lives, reserved until tr
     s.synchronize();
     const curt::graph_memory_info after_free = curt::graph_memory(d);
     INFO("after the free: " << describe(after_free));
-    CHECK(after_free.used + bytes <= held.used);
+    // A free node does not lower `used` (13.0, driver 580, measured): the trim below does.
     CHECK(after_free.used_high >= held.used);  // a watermark stays until reset
 
     curt::reset_graph_memory_high(d);
     const curt::graph_memory_info reset = curt::graph_memory(d);
     INFO("after the reset: " << describe(reset));
-    CHECK(reset.used_high < held.used);  // it was at least held.used before the reset
+    CHECK(reset.used_high == reset.used);  // a reset sets the watermarks to the current amounts
+    CHECK(reset.reserved_high == reset.reserved);
 
     // Neither graph runs or is queued (the stream is idle): a trim gives the freed memory back,
     // while the executable graphs still exist.
@@ -108,7 +109,8 @@ TEST_CASE("an allocation node's memory is used while it lives, reserved until tr
     INFO("reserved before the trim " << reserved_before_trim << "; trimmed: "
                                      << describe(trimmed));
     CHECK(reserved_before_trim >= bytes);
-    CHECK(trimmed.reserved < reserved_before_trim);
+    CHECK(trimmed.reserved + bytes <= reserved_before_trim);
+    CHECK(trimmed.used + bytes <= after_free.used);  // the freed block no longer counts
     curt::set_graph_memory(d, attribute::reserved_high, 0);
     CHECK(curt::graph_memory(d, attribute::reserved_high) < reserved_before_trim);
   }

@@ -24,7 +24,9 @@ namespace curt {
 /// What cuDeviceGetGraphMemAttribute reports, in bytes. The high watermarks count since the
 /// process began or since they were last reset (reset_graph_memory_high).
 enum class graph_memory_attribute : int {
-  used_current = cudaGraphMemAttrUsedMemCurrent,  ///< held by graph allocations now
+  /// Held for graph allocations. A free node does not lower it: the block stays counted until a
+  /// trim gives it back (13.0, driver 580, measured).
+  used_current = cudaGraphMemAttrUsedMemCurrent,
   used_high = cudaGraphMemAttrUsedMemHigh,
   reserved_current = cudaGraphMemAttrReservedMemCurrent,  ///< taken from the device for graphs
   reserved_high = cudaGraphMemAttrReservedMemHigh,
@@ -105,14 +107,15 @@ inline void set_graph_memory(device d, graph_memory_attribute a, std::uint64_t v
                 {{"attribute", static_cast<int>(a)}, {"device", d.ordinal()}}, __FILE__, __LINE__);
 }
 
-/// Resets both high watermarks of device d's graph memory to 0.
+/// Resets both high watermarks of device d's graph memory: CUDA sets them to the current amounts.
 inline void reset_graph_memory_high(device d) {
   set_graph_memory(d, graph_memory_attribute::used_high, 0);
   set_graph_memory(d, graph_memory_attribute::reserved_high, 0);
 }
 
-/// Gives device d's graph memory that no graph uses back to the OS (cuDeviceGraphMemTrim):
-/// memory of a graph that is running or queued to run stays.
+/// Gives device d's graph memory that no graph uses back to the OS (cuDeviceGraphMemTrim), also
+/// freed blocks of executable graphs that still exist; memory of a graph that is running or
+/// queued to run, or allocated and not yet freed, stays.
 inline void trim_graph_memory(device d) {
   const CUdevice cu = detail::graph_memory_device(d, "cuDeviceGraphMemTrim");
   const auto trim = CURT_DETAIL_DRIVER_FUNCTION(cuDeviceGraphMemTrim, 11040);
