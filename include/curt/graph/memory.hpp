@@ -34,10 +34,10 @@ enum class graph_memory_attribute : int {
 
 /// The four attributes at once.
 struct graph_memory_info {
-  std::uint64_t used = 0;
-  std::uint64_t used_high = 0;
-  std::uint64_t reserved = 0;
-  std::uint64_t reserved_high = 0;
+  std::uint64_t used = 0;           ///< graph_memory_attribute::used_current, in bytes
+  std::uint64_t used_high = 0;      ///< its high watermark
+  std::uint64_t reserved = 0;       ///< graph_memory_attribute::reserved_current, in bytes
+  std::uint64_t reserved_high = 0;  ///< its high watermark
 };
 
 namespace detail {

@@ -43,7 +43,7 @@ struct attributes_access;
 
 /// A colour for the timeline, as ARGB; the default (0) leaves the colour to the tool.
 struct color {
-  std::uint32_t argb = 0;
+  std::uint32_t argb = 0;  ///< 0xAARRGGBB; 0: the tool picks
   /// An opaque colour from its red, green and blue parts.
   static constexpr color rgb(std::uint8_t red, std::uint8_t green, std::uint8_t blue) noexcept {
     return {0xff000000u | std::uint32_t{red} << 16 | std::uint32_t{green} << 8 | blue};
@@ -54,7 +54,8 @@ struct color {
 /// value (as a double); the default is none.
 class payload {
  public:
-  payload() noexcept = default;
+  payload() noexcept = default;  ///< No payload.
+  /// `value` as NVTX's INT64, UNSIGNED_INT64 or DOUBLE payload (bool is refused).
   template <class T, std::enable_if_t<std::is_arithmetic_v<T> && !std::is_same_v<T, bool>, int> = 0>
   payload(T value) noexcept {  // NOLINT: implicit, scoped_range(d, "copy", c, bytes)
     if constexpr (std::is_floating_point_v<T>) {
@@ -68,7 +69,7 @@ class payload {
       value_.ullValue = static_cast<std::uint64_t>(value);
     }
   }
-  bool empty() const noexcept { return type_ == NVTX_PAYLOAD_UNKNOWN; }
+  bool empty() const noexcept { return type_ == NVTX_PAYLOAD_UNKNOWN; }  ///< No payload given.
 
  private:
   friend struct detail::attributes_access;
@@ -80,9 +81,11 @@ class payload {
 /// call (NVTX hands it to the tool during the call and keeps nothing).
 class message {
  public:
-  message(const char* text) noexcept : text_(text) {}           // NOLINT: implicit
+  /// Refers to `text` (NOLINT: implicit, so a literal or a string is a message). @{
+  message(const char* text) noexcept : text_(text) {}                 // NOLINT
   message(const std::string& text) noexcept : text_(text.c_str()) {}  // NOLINT
-  const char* c_str() const noexcept { return text_; }
+  ///@}
+  const char* c_str() const noexcept { return text_; }  ///< The text referred to.
 
  private:
   const char* text_;
@@ -96,6 +99,7 @@ class message {
 /// would run at exit in no set order with the ranges of other statics. Neither copied nor moved.
 class domain {
  public:
+  /// Registers domain `name` with the tool (nvtxDomainCreateA); its handle is null without one.
   explicit domain(const char* name) noexcept : handle_(nvtxDomainCreateA(name)) {}
   ~domain() = default;  // never nvtxDomainDestroy (above): the NVTX domain lives to the end
   domain(const domain&) = delete;
@@ -136,13 +140,15 @@ struct attributes_access {
 /// ranges nest in the tool). Neither copied nor moved: a range ends where its scope ends.
 class scoped_range {
  public:
+  /// Pushes `text`, with colour `c` and payload `p` where given, in the global domain or `d`
+  /// (nvtxDomainRangePushEx); the destructor pops it. @{
   explicit scoped_range(message text, color c = {}, const payload& p = {}) noexcept
       : scoped_range(domain::global(), text, c, p) {}
   scoped_range(const domain& d, message text, color c = {}, const payload& p = {}) noexcept
       : domain_(d.get()) {
     const nvtxEventAttributes_t a = detail::attributes_access::make(text, c, p);
     nvtxDomainRangePushEx(domain_, &a);
-  }
+  }  ///@}
   ~scoped_range() { nvtxDomainRangePop(domain_); }
   scoped_range(const scoped_range&) = delete;
   scoped_range& operator=(const scoped_range&) = delete;

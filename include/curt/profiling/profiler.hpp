@@ -53,6 +53,7 @@ inline void profiler_call(cudaError_t (*function)(), const char* name, device d)
 /// Neither copied nor moved: it starts and stops on the thread that made it.
 class profiler_scope {
  public:
+  /// Starts collection in d's context; throws a cuda_error if CUDA refuses.
   explicit profiler_scope(curt::device d) : device_(d) {
     detail::profiler_call(&cudaProfilerStart, "cudaProfilerStart", d);
   }
@@ -74,7 +75,7 @@ class profiler_scope {
     running_ = false;
     detail::profiler_call(&cudaProfilerStop, "cudaProfilerStop", device_);
   }
-  curt::device device() const noexcept { return device_; }
+  curt::device device() const noexcept { return device_; }  ///< The device it started for.
 
  private:
   curt::device device_;
