@@ -344,6 +344,21 @@ class paired_summary : public benchmark::ConsoleReporter {
 
 }  // namespace detail
 
+/// Runs the registered benchmarks; in the console format (`console`) through a Reporter, whose
+/// print() follows the table.
+template <class Reporter = detail::paired_summary>
+void run_registered(bool console) {
+  if (console) {
+    Reporter reporter(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_ColorTabular
+                                            : benchmark::ConsoleReporter::OO_Tabular);
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    std::fflush(stdout);
+    reporter.print();
+  } else {
+    benchmark::RunSpecifiedBenchmarks();
+  }
+}
+
 /// The common main(): `setup(device)` registers the benchmarks (and may warm up) before they
 /// run. Returns the process's exit code (77: no device). Reporter: a ConsoleReporter with
 /// print(), called after the run (the console format only).
@@ -364,15 +379,7 @@ int run(int argc, char** argv, const char* program,
     benchmark::AddCustomContext("curt_device", device.name());
     benchmark::AddCustomContext("curt_cuda_runtime", curt::runtime_version().to_string());
     benchmark::AddCustomContext("curt_cuda_driver", curt::driver_version().to_string());
-    if (console) {
-      Reporter reporter(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_ColorTabular
-                                              : benchmark::ConsoleReporter::OO_Tabular);
-      benchmark::RunSpecifiedBenchmarks(&reporter);
-      std::fflush(stdout);
-      reporter.print();
-    } else {
-      benchmark::RunSpecifiedBenchmarks();
-    }
+    run_registered<Reporter>(console);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", program, e.what());
     return 1;

@@ -36,6 +36,9 @@
 // and 1000 (a ragged last chunk). Fresh random input every run (the seed is printed).
 // Exit code 0 when every check passed, 1 on a mismatch or CUDA failure, 2 on bad arguments, 77
 // without a CUDA device. CURT_EXAMPLE_SEED repeats a run.
+// Built with curt::nvtx (where the toolkit has NVTX 3), its phases (calibration, checks, timed
+// runs, traced runs) are named NVTX ranges of the domain "overlap", and its streams are named,
+// on Nsight Systems' timeline: `nsys profile overlap`. Without a tool attached NVTX does nothing.
 //
 // Usage: overlap [ELEMENTS [STREAMS [ROUNDS]]]   (default 4194301 = 2^22 - 3 unsigned ints, 4
 // streams, ROUNDS calibrated; ELEMENTS up to 2^30, STREAMS up to 32, ROUNDS up to 65536).
@@ -46,6 +49,9 @@
 #include <curt/curt.hpp>
 #include <curt/memory.hpp>
 #include <curt/span.hpp>
+#if defined(CURT_EXAMPLE_HAS_NVTX)
+#  include <curt/nvtx.hpp>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -63,6 +69,32 @@ constexpr unsigned kBlockThreads = 256;
 constexpr std::size_t kChunksPerStream = 4;
 constexpr std::uint32_t kPoison = 0xDEADBEEFu;
 constexpr unsigned kProbeRounds = 512;  // the kernel's work when calibrating
+
+// ---- Phases on a profiler's timeline --------------------------------------------------------
+
+// With curt::nvtx, a phase is a named NVTX range for its scope and streams get names; without
+// it (CMake did not link curt::nvtx), both are nothing.
+#if defined(CURT_EXAMPLE_HAS_NVTX)
+class phase {
+ public:
+  explicit phase(const char* name) : range_(domain(), name) {}
+
+ private:
+  static const curt::nvtx::domain& domain() {
+    static const curt::nvtx::domain overlap("overlap");
+    return overlap;
+  }
+  curt::nvtx::scoped_range range_;
+};
+void name_stream(curt::stream_ref s, std::size_t i) {
+  curt::nvtx::name(s, "overlap stream " + std::to_string(i));
+}
+#else
+struct phase {
+  explicit phase(const char*) {}
+};
+void name_stream(curt::stream_ref, std::size_t) {}
+#endif
 
 // ---- The work ---------------------------------------------------------------------------------
 
@@ -218,6 +250,7 @@ std::string check(std::vector<curt::stream>& streams, bool overlapped, problem& 
 // Rounds per element that make the kernel take about as long as the input copy: both timed over
 // the whole array (median of 3), the kernel at kProbeRounds, which it takes time proportional to.
 unsigned calibrate_rounds(curt::stream_ref s, problem& p, work w) {
+  const phase calibrating("calibrate");
   const double copy_ms =
       curt_example::median_ms(s, 3, [&](curt::stream_ref t) { curt::copy(p.in, p.host_in, t); });
   w.rounds = kProbeRounds;
@@ -240,6 +273,7 @@ struct stage_times {
 std::vector<stage_times> trace(curt::device device, std::vector<curt::stream>& streams,
                                bool overlapped, problem& p, const std::vector<chunk>& plan,
                                const work& w) {
+  const phase tracing(overlapped ? "overlapped: traced run" : "serial: traced run");
   curt::event start(device, curt::event_flags::timing);
   std::vector<curt::event> marks;
   marks.reserve(4 * plan.size());
@@ -328,7 +362,10 @@ int main(int argc, char** argv) {
         const std::size_t rounds = curt_example::size_argument(argc, argv, 3, 0, 1, 65536);
         const curt::device device(0);
         std::vector<curt::stream> streams;
-        for (std::size_t i = 0; i < stream_count; ++i) streams.emplace_back(device);
+        for (std::size_t i = 0; i < stream_count; ++i) {
+          streams.emplace_back(device);
+          name_stream(streams.back(), i);
+        }
         curt::stream& first = streams.front();
 
         const int engines = device.attribute<cudaDevAttrAsyncEngineCount>();
@@ -364,14 +401,18 @@ int main(int argc, char** argv) {
         std::string mismatch[2];
         for (int variant = 0; variant < 2; ++variant) {
           const bool overlapped = variant == 1;
-          mismatch[variant] = check(streams, overlapped, p, plan, w);
-          for (std::size_t size : edge_sizes) {
-            if (!mismatch[variant].empty()) break;
-            problem edge(device, size);
-            edge.expect(w);
-            mismatch[variant] =
-                check(streams, overlapped, edge, plan_chunks(size, stream_count), w);
+          {
+            const phase checking(overlapped ? "overlapped: checks" : "serial: checks");
+            mismatch[variant] = check(streams, overlapped, p, plan, w);
+            for (std::size_t size : edge_sizes) {
+              if (!mismatch[variant].empty()) break;
+              problem edge(device, size);
+              edge.expect(w);
+              mismatch[variant] =
+                  check(streams, overlapped, edge, plan_chunks(size, stream_count), w);
+            }
           }
+          const phase timing(overlapped ? "overlapped: timed runs" : "serial: timed runs");
           ms[variant] = curt_example::median_ms(
               first, 5, [&](curt::stream_ref) { run_pipeline(streams, overlapped, p, plan, w); });
         }

@@ -1,6 +1,7 @@
 // curt/curt.hpp: the whole library but the opt-in headers, which need more than CUDA's runtime:
-// cccl.hpp, span.hpp, memory_resource.hpp (CCCL) and nccl.hpp (NCCL). Using their features without
-// them stops at a static_assert that names the header. Each header can also be included alone.
+// cccl.hpp, span.hpp, memory_resource.hpp (CCCL), nccl.hpp (NCCL) and nvtx.hpp (NVTX). Using their
+// features without them stops at a static_assert that names the header. Each header can also be
+// included alone.
 #pragma once
 
 #include <curt/core/context.hpp>
@@ -18,6 +19,7 @@
 #include <curt/graph/conditional.hpp>
 #include <curt/graph/device_launch.hpp>
 #include <curt/graph/graph.hpp>
+#include <curt/graph/memory.hpp>
 #include <curt/graph/node.hpp>
 #include <curt/graph/node_update.hpp>
 #include <curt/graph/nodes.hpp>
@@ -30,3 +32,4 @@
 #include <curt/memory/pool_ipc.hpp>
 #include <curt/memory/unified.hpp>
 #include <curt/multi_gpu/peer.hpp>
+#include <curt/profiling/profiler.hpp>

@@ -20,11 +20,13 @@
 #include <curt/event.hpp>
 #include <curt/launch.hpp>
 #include <curt/graph.hpp>
+#include <curt/graph_memory.hpp>
 #include <curt/graph_nodes.hpp>
 #include <curt/memory.hpp>
 #include <curt/memory_pool.hpp>
 #include <curt/copy.hpp>
 #include <curt/occupancy.hpp>
+#include <curt/profiler.hpp>
 #include <curt/stream.hpp>
 #include <curt/unified_memory.hpp>
 
@@ -168,6 +170,12 @@ TEST_CASE("device 1 from a fresh thread (child)", "[.][device1-child]") {
         (void)d1.limit(cudaLimitStackSize);
         (void)d1.memory_info();
         step("device 1 limit and memory_info");
+        (void)curt::graph_memory(d1);
+        curt::reset_graph_memory_high(d1);
+        curt::trim_graph_memory(d1);
+        step("graph_memory, reset_graph_memory_high and trim_graph_memory(device 1)");
+        curt::profiler_scope(d1).stop();
+        step("profiler_scope(device 1) and stop()");
         (void)producer.device();
         (void)producer.priority();
         step("stream::device() and priority()");

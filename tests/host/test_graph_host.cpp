@@ -3,12 +3,17 @@
 // refusal with no node says so and names none), and owners that hold nothing (empty, moved-from,
 // released graphs, executable graphs and capture scopes on such streams): every operation throws
 // naming the state and the operation, before CUDA is called, and a value given to retain() on
-// such a graph is left with the caller.
+// such a graph is left with the caller. Graph memory attributes other than a high watermark's
+// reset are refused before CUDA, naming the attribute and the value; the attributes' values are
+// the driver's.
 #include <catch.hpp>
 #include <expect.hpp>
 
 #include <curt/graph.hpp>
 #include <curt/graph_capture.hpp>
+#include <curt/graph_memory.hpp>
+
+#include <cuda.h>  // CUgraphMem_attribute, checked against curt's values
 
 #include <cstdint>
 #include <memory>
@@ -310,4 +315,34 @@ TEST_CASE("capture on a stream owner that holds no stream throws before CUDA and
   CHECK(info.status == curt::capture_status::none);
   CHECK_FALSE(info.graph.valid());
   CHECK(info.dependencies.empty());
+}
+
+TEST_CASE("graph memory: only a high watermark can be set, and only to 0, refused before CUDA",
+          "[graph]") {
+  const curt::device d = curt::device::from_ordinal_unchecked(0);  // never reached: refused first
+  using attribute = curt::graph_memory_attribute;
+  const std::uint64_t value = 1 + curt_test::rng()() % (std::uint64_t{1} << 40);
+  const std::string text = std::to_string(value);
+  for (attribute current : {attribute::used_current, attribute::reserved_current}) {
+    const char* name = current == attribute::used_current ? "used_current" : "reserved_current";
+    require_cuda_error([&] { curt::set_graph_memory(d, current, 0); }, cudaErrorInvalidValue,
+                       {"curt::set_graph_memory(device 0", name, ", 0)",
+                        "only the high watermarks", "nothing was called"});
+    require_cuda_error([&] { curt::set_graph_memory(d, current, value); }, cudaErrorInvalidValue,
+                       {name, text.c_str(), "only the high watermarks"});
+  }
+  for (attribute high : {attribute::used_high, attribute::reserved_high}) {
+    const char* name = high == attribute::used_high ? "used_high" : "reserved_high";
+    require_cuda_error([&] { curt::set_graph_memory(d, high, value); }, cudaErrorInvalidValue,
+                       {"curt::set_graph_memory(device 0", name, text.c_str(),
+                        "can only be reset, to 0", "nothing was called"});
+  }
+  STATIC_REQUIRE(static_cast<int>(attribute::used_current) == cudaGraphMemAttrUsedMemCurrent);
+  STATIC_REQUIRE(static_cast<int>(attribute::reserved_high) == cudaGraphMemAttrReservedMemHigh);
+  // The calls pass the value on to the driver's cuDevice*GraphMem* functions as it is.
+  STATIC_REQUIRE(static_cast<int>(attribute::used_current) == CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT);
+  STATIC_REQUIRE(static_cast<int>(attribute::used_high) == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH);
+  STATIC_REQUIRE(static_cast<int>(attribute::reserved_current) ==
+                 CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT);
+  STATIC_REQUIRE(static_cast<int>(attribute::reserved_high) == CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH);
 }

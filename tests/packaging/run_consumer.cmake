@@ -1,10 +1,10 @@
 # cmake -DSOURCE=.. -DBINARY=.. -DGENERATOR=.. [-DARGS=..] [-DPROGRAMS=..] -P run_consumer.cmake
 # Configures, builds and runs one consumer project from scratch. PROGRAMS: what to run
-# (default: consumer, and nccl_consumer and rtc_consumer where the consumer built them); a
-# program that is not "consumer" and was not built is not run. Exit code 77 (no CUDA device) counts as built and
-# linked, not run.
+# (default: consumer, and nccl_consumer, rtc_consumer and nvtx_consumer where the consumer built
+# them); a program that is not "consumer" and was not built is not run. Exit code 77 (no CUDA
+# device) counts as built and linked, not run.
 if(NOT DEFINED PROGRAMS)
-  set(PROGRAMS consumer nccl_consumer rtc_consumer)
+  set(PROGRAMS consumer nccl_consumer rtc_consumer nvtx_consumer)
 endif()
 file(REMOVE_RECURSE ${BINARY})
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BINARY} -G ${GENERATOR} ${ARGS}

@@ -68,6 +68,12 @@ CURT_DETAIL_DRIVER_TYPE(cuEventDestroy_v4000, cudaEvent_t event);
 // attribute: a CUpointer_attribute (an enum, passed as an int); pointer: a CUdeviceptr.
 CURT_DETAIL_DRIVER_TYPE(cuPointerGetAttribute_v4000, void* data, int attribute,
                         unsigned long long pointer);
+// attribute: a CUgraphMem_attribute (the values of cudaGraphMemAttributeType, 0 to 3).
+CURT_DETAIL_DRIVER_TYPE(cuDeviceGetGraphMemAttribute_v11040, CUdevice device, int attribute,
+                        void* value);
+CURT_DETAIL_DRIVER_TYPE(cuDeviceSetGraphMemAttribute_v11040, CUdevice device, int attribute,
+                        void* value);
+CURT_DETAIL_DRIVER_TYPE(cuDeviceGraphMemTrim_v11040, CUdevice device);
 CURT_DETAIL_DRIVER_TYPE(cuLogsCurrent_v12090, unsigned* iterator, unsigned flags);
 CURT_DETAIL_DRIVER_TYPE(cuLogsDumpToMemory_v12090, unsigned* iterator, char* buffer,
                         std::size_t* size, unsigned flags);

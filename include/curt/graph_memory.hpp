@@ -1,0 +1,1 @@
+#include <curt/graph/memory.hpp>  // a kept public path

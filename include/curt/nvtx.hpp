@@ -1,0 +1,1 @@
+#include <curt/profiling/nvtx.hpp>  // a kept public path

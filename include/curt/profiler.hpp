@@ -1,0 +1,1 @@
+#include <curt/profiling/profiler.hpp>  // a kept public path
