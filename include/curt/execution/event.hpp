@@ -63,16 +63,20 @@ inline void check_runtime(int result, const char* call, const char* file, int li
 /// from and to cudaIpcEventHandle_t: `curt::ipc_event_handle h = e.ipc_handle();`.
 class ipc_event_handle {
  public:
-  static constexpr std::size_t serialized_size = sizeof(cudaIpcEventHandle_t);
-  using bytes_type = std::array<unsigned char, serialized_size>;
+  static constexpr std::size_t serialized_size = sizeof(cudaIpcEventHandle_t);  ///< 64 bytes
+  using bytes_type = std::array<unsigned char, serialized_size>;  ///< What bytes() gives.
 
   /// Zero bytes (to be filled by a receive, or a member assigned later); no event's handle.
   ipc_event_handle() noexcept : native_{} {}
-  ipc_event_handle(const cudaIpcEventHandle_t& native) noexcept  // NOLINT: a raw handle is one
+  /// CUDA's handle, as it is (NOLINT: implicit, a raw handle is one).
+  ipc_event_handle(const cudaIpcEventHandle_t& native) noexcept  // NOLINT
       : native_(native) {}
+  /// CUDA's handle (NOLINT: implicit, it is one). @{
   const cudaIpcEventHandle_t& native() const noexcept { return native_; }
-  operator const cudaIpcEventHandle_t&() const noexcept { return native_; }  // NOLINT: is one
+  operator const cudaIpcEventHandle_t&() const noexcept { return native_; }  // NOLINT
+  ///@}
 
+  /// The 64 bytes for another process (from_bytes() there).
   bytes_type bytes() const noexcept {
     bytes_type out{};
     detail::copy_bytes(out.data(), &native_, serialized_size);

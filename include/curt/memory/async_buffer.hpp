@@ -97,15 +97,17 @@ struct async_memory_kind {
 template <class T>
 class host_view {
  public:
-  using value_type = std::remove_cv_t<T>;
-  using iterator = T*;
+  using value_type = std::remove_cv_t<T>;  ///< The element type, without const.
+  using iterator = T*;                     ///< A plain pointer.
+  /// `size` elements at `data`, which the host addresses (not checked here).
   constexpr host_view(T* data, std::size_t size) noexcept : data_(data), size_(size) {}
+  /// The elements as a contiguous range; operator[] is unchecked, like a span's. @{
   constexpr T* data() const noexcept { return data_; }
   constexpr std::size_t size() const noexcept { return size_; }
   constexpr bool empty() const noexcept { return size_ == 0; }
   constexpr T* begin() const noexcept { return data_; }
   constexpr T* end() const noexcept { return data_ + size_; }
-  constexpr T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  constexpr T& operator[](std::size_t i) const noexcept { return data_[i]; }  ///@}
 
  private:
   T* data_;
@@ -150,9 +152,9 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
   /// The elements for the host, from a pinned-host or managed pool's buffer (one check here,
   /// none per element); throws for other pools (adopt() and allocate_async give such buffers
   /// too) and when the buffer holds no memory. Deleted for a temporary, freed at the statement's
-  /// end.
+  /// end. @{
   curt::host_view<T> host_view() & { return {host_elements(), this->count_}; }
-  curt::host_view<const T> host_view() const& { return {host_elements(), this->count_}; }
+  curt::host_view<const T> host_view() const& { return {host_elements(), this->count_}; }  ///@}
   curt::host_view<const T> host_view() && = delete;
   curt::host_view<const T> host_view() const&& = delete;
   /// The stream the buffer frees on.

@@ -46,17 +46,17 @@ class ipc_memory_handle {
  public:
   /// The size of bytes(): CUDA's handle, the count (8 bytes), the element size and a tag (4 each).
   static constexpr std::size_t serialized_size = sizeof(cudaIpcMemHandle_t) + 16;
-  using bytes_type = std::array<unsigned char, serialized_size>;
+  using bytes_type = std::array<unsigned char, serialized_size>;  ///< What bytes() gives.
 
   /// A raw handle (from a program of its own) of `count` elements of `element_size` bytes.
   ipc_memory_handle(const cudaIpcMemHandle_t& native, std::size_t count,
                     std::size_t element_size) noexcept
       : native_(native), count_(count), element_size_(static_cast<std::uint32_t>(element_size)) {}
 
-  const cudaIpcMemHandle_t& native() const noexcept { return native_; }
-  /// Elements the exporter shared, and their size in bytes.
+  const cudaIpcMemHandle_t& native() const noexcept { return native_; }  ///< CUDA's handle.
+  /// Elements the exporter shared, and their size in bytes. @{
   std::size_t count() const noexcept { return static_cast<std::size_t>(count_); }
-  std::size_t element_size() const noexcept { return element_size_; }
+  std::size_t element_size() const noexcept { return element_size_; }  ///@}
 
   /// The handle as bytes for another process (in this machine's byte order).
   bytes_type bytes() const noexcept {
