@@ -1,17 +1,28 @@
-// What test_memory_pool_ipc and its helper process ipc_peer send each other over a Unix socket:
-// fixed-size messages, the pool's file descriptor riding along the first one (SCM_RIGHTS).
-// No CUDA here: both sides include it.
+// What the IPC tests and their helper processes send each other over a Unix socket: fixed-size
+// messages (test_memory_pool_ipc and ipc_peer: the pool's file descriptor riding along the first
+// one, SCM_RIGHTS; test_ipc and ipc_legacy_peer: legacy handles as bytes), and the helper process
+// itself, started with posix_spawn (fork+exec). No CUDA calls here: both sides include it.
 #pragma once
 
 #include <cuda_runtime_api.h>  // cudaMemPoolPtrExportData
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <stdexcept>
+#include <string>
+
+extern char** environ;
 
 namespace ipc_test {
 
@@ -31,6 +42,36 @@ struct reply {
   int access_read_write = 0;     // 1 when the imported pool gave the peer's device read-write
   int refused_allocation = 0;    // 1 when allocating from the imported pool was refused
   char message[512] = {};        // what went wrong, or the refusal's text
+};
+
+/// test_ipc -> ipc_legacy_peer: n ints shared through a legacy memory handle, the interprocess
+/// event recorded after the kernel that writes them, and the handle of an allocation freed before
+/// this was sent (each as its bytes()); the n expected values follow as a second message.
+struct legacy_request {
+  int n = 0;
+  unsigned char memory[80] = {};  // curt::ipc_memory_handle::bytes()
+  unsigned char event[64] = {};   // curt::ipc_event_handle::bytes()
+  unsigned char freed[80] = {};
+};
+
+/// ipc_legacy_peer -> test_ipc, once its copy is queued behind the event (sent on failure too).
+struct legacy_queued {
+  int queued = 0;      // 1 when the wait and the copy are queued
+  int done_early = 0;  // 1 when the copy had finished before the exporter's stream was let go
+};
+
+/// ipc_legacy_peer -> test_ipc, at the end.
+struct legacy_reply {
+  int ok = 0;                  // 1 when every step worked
+  int mismatches = -1;         // values read that differ from the expected ones
+  int first_bad = -1;          // the first such index, with what was read and expected
+  int got = 0;
+  int want = 0;
+  int same_pointer_twice = 0;  // 1 when opening the handle again gave the same pointer
+  int freed_refused = 0;       // 1 when opening the freed allocation's handle threw
+  int freed_status = 0;        // the status it threw with
+  char message[512] = {};      // what went wrong
+  char freed_message[512] = {};
 };
 
 /// Sends all of `data`, with `fd` attached when fd >= 0. False on failure.
@@ -89,5 +130,77 @@ inline bool receive_message(int socket, void* data, std::size_t size, int* fd = 
   }
   return true;
 }
+
+/// The helper process: started at construction (its end of a socket pair as its argument),
+/// waited for (and killed if still running) at the end. Its members throw instead of using Catch2
+/// assertions: an assertion in a member function makes cudafe++ 13.0 hang in g++ 13 mode with
+/// Catch2 v3.
+class peer_process {
+ public:
+  explicit peer_process(std::string path) {
+    int ends[2] = {-1, -1};
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
+      throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+    socket_ = ends[0];
+    // The child's end must survive exec; the parent's end must not leak into the child.
+    if (fcntl(ends[1], F_SETFD, 0) != 0) {
+      close(ends[1]);
+      throw std::runtime_error(std::string("fcntl(F_SETFD): ") + std::strerror(errno));
+    }
+    timeval timeout{120, 0};  // a hung peer fails the test instead of hanging it
+    (void)setsockopt(socket_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    std::string fd_text = std::to_string(ends[1]);
+    char* argv[] = {path.data(), fd_text.data(), nullptr};
+    int status = posix_spawn(&pid_, path.c_str(), nullptr, nullptr, argv, environ);
+    close(ends[1]);
+    if (status != 0)
+      throw std::runtime_error("posix_spawn(" + path + "): " + std::strerror(status));
+  }
+  ~peer_process() {
+    if (socket_ >= 0) close(socket_);
+    stop();
+  }
+  peer_process(const peer_process&) = delete;
+  peer_process& operator=(const peer_process&) = delete;
+
+  int socket() const { return socket_; }
+  /// Ends the peer now (SIGKILL) unless it was waited for; CUDA releases what it mapped.
+  void stop() noexcept {
+    if (pid_ <= 0 || waited_) return;
+    kill(pid_, SIGKILL);
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    waited_ = true;
+  }
+  /// The peer's exit code (128 + signal when killed).
+  int wait() {
+    int status = 0;
+    pid_t got = 0;
+    do {
+      got = waitpid(pid_, &status, 0);
+    } while (got < 0 && errno == EINTR);
+    waited_ = true;
+    if (got != pid_) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+ private:
+  int socket_ = -1;
+  pid_t pid_ = -1;
+  bool waited_ = false;
+};
+
+/// Declared after what a peer maps: stops the peer before those are freed (a failed REQUIRE).
+class peer_stopper {
+ public:
+  explicit peer_stopper(peer_process& peer) noexcept : peer_(peer) {}
+  ~peer_stopper() { peer_.stop(); }
+  peer_stopper(const peer_stopper&) = delete;
+  peer_stopper& operator=(const peer_stopper&) = delete;
+
+ private:
+  peer_process& peer_;
+};
 
 }  // namespace ipc_test

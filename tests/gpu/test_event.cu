@@ -396,7 +396,7 @@ TEST_CASE("ipc_handle() of an interprocess event is what cudaIpcGetEventHandle g
   CHECK(cudaGetLastError() == cudaSuccess);
 }
 
-TEST_CASE("ipc_handle() of any other event is the raw API's error", "[api-error]") {
+TEST_CASE("ipc_handle() of any other event is the raw API's error, explained", "[api-error]") {
   curt::device d(0);
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   for (const named_flags& f : allowed_flags) {
@@ -408,7 +408,9 @@ TEST_CASE("ipc_handle() of any other event is the raw API's error", "[api-error]
     (void)cudaGetLastError();
     INFO("cudaIpcGetEventHandle: " << cudaGetErrorName(raw));
     REQUIRE(raw != cudaSuccess);
-    curt_test::require_cuda_error([&] { (void)e.ipc_handle(); }, raw, {"cudaIpcGetEventHandle(event)"});
+    curt_test::require_cuda_error([&] { (void)e.ipc_handle(); }, raw,
+                                  {"cudaIpcGetEventHandle(event)", "event_flags::interprocess",
+                                   "cudaEventInterprocess | cudaEventDisableTiming"});
     CHECK(cudaGetLastError() == cudaSuccess);
   }
 }

@@ -27,6 +27,7 @@
 #include <cuda/std/span>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -73,8 +74,8 @@ std::vector<int> expected_affine(const std::vector<int>& in, int a, int b) {
 }
 
 // A host-addressable pool allocation (pinned host, host NUMA, managed) round trip: the host writes
-// fresh data into `in`, a kernel (the device was given access) writes a*in+b into `out`, the host
-// reads `out` back.
+// fresh data into `in` through its host_view(), a kernel (the device was given access) writes
+// a*in+b into `out` through views of both, the host reads `out` back element by element.
 void host_device_round_trip(curt::memory_pool_ref pool, curt::stream& s) {
   const int n = random_n();
   const int a = curt_test::random_ints(1, 2, 9)[0], b = curt_test::random_ints(1, -50, 50)[0];
@@ -87,12 +88,22 @@ void host_device_round_trip(curt::memory_pool_ref pool, curt::stream& s) {
   // memset first, so that what the kernel reads counts as written there too.
   CURT_CHECK(cudaMemsetAsync(in.data(), 0, in.size_bytes(), s));
   s.synchronize();  // the allocations are done: the host may touch them
-  std::memcpy(in.data(), values.data(), in.size_bytes());
-  std::memset(out.data(), 0xFF, out.size_bytes());  // poison
-  curt::launch(s, config_for(n), affine, static_cast<const int*>(in.data()), out.data(), n, a, b);
+  REQUIRE(in.host_accessible());
+  REQUIRE(out.host_accessible());
+  const curt::host_view<int> in_host = in.host_view(), out_host = out.host_view();
+  CHECK(in_host.data() == in.data());
+  std::copy(values.begin(), values.end(), in_host.begin());
+  for (int& v : out_host) v = -1;  // poison
+  CHECK(out_host.end() - out_host.begin() == n);
+  curt::launch(s, config_for(n), affine_span, std::as_const(in), out, a, b);
   s.synchronize();
-  std::vector<int> back(out.data(), out.data() + n);
-  CHECK(back == expected_affine(values, a, b));
+  const std::vector<int> want = expected_affine(values, a, b);
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) bad += out_host[i] != want[i];
+  CHECK(bad == 0);
+  const curt::async_buffer<int>& read_only = out;
+  const curt::host_view<const int> back = read_only.host_view();
+  CHECK(std::vector<int>(back.begin(), back.end()) == want);
 }
 
 cudaMemoryType pointer_type(const void* p) {
@@ -321,6 +332,33 @@ TEST_CASE("a managed pool: set_access, then both sides use it", "[memory_pool]")
   curt::async_buffer<int> probe = pool.allocate<int>(16, s);
   s.synchronize();
   CHECK(pointer_type(probe.data()) == cudaMemoryTypeManaged);
+}
+
+TEST_CASE("an async_buffer of device memory refuses host access, naming the pool's kind",
+          "[memory_pool][api-error]") {
+  curt::device gpu(0);
+  curt::stream s(gpu);
+  curt::memory_pool pool(curt::memory_pool_properties::device(gpu));
+  curt::async_buffer<int> pooled = pool.allocate<int>(64, s);
+  curt::async_buffer<int> current = curt::allocate_async<int>(64, s);
+  curt::async_buffer<int> unknown = curt::memory_pool_ref(pool.get()).allocate<int>(64, s);
+  s.synchronize();
+  for (curt::async_buffer<int>* b : {&pooled, &current, &unknown}) {
+    CHECK_FALSE(b->host_accessible());
+    curt_test::require_cuda_error([&] { (void)b->host_view(); }, cudaErrorInvalidValue,
+                                  {"curt::async_buffer<int>::host_view()", "host cannot address",
+                                   "pinned host or managed"});
+  }
+  // Views still work: a kernel takes one through its span parameter.
+  const int a = curt_test::random_ints(1, 2, 9)[0], b = curt_test::random_ints(1, -50, 50)[0];
+  std::vector<int> values = curt_test::random_ints(64, -1000, 1000);
+  curt::copy(pooled, values, s);
+  curt::memset(current, 0xFF, s);  // poison
+  curt::launch(s, config_for(64), affine_span, std::as_const(pooled), current, a, b);
+  std::vector<int> back(64, 0);
+  curt::copy_and_wait(back, current, s);
+  CHECK(back == expected_affine(values, a, b));
+  CHECK(cudaGetLastError() == cudaSuccess);
 }
 
 TEST_CASE("default and current pools of each location", "[memory_pool]") {

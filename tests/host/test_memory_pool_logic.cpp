@@ -10,6 +10,8 @@
 #include <curt/memory_pool.hpp>
 #include <curt/memory_pool_ipc.hpp>
 
+#include <cuda/std/span>
+
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +19,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace {
 
@@ -62,6 +65,16 @@ TEST_CASE("a pool ref knows the kind it was told", "[memory_pool]") {
   CHECK(managed.is_managed_pool());
   CHECK_THAT(managed.describe(), ContainsSubstring("no preferred location"));
   CHECK(bare == host);
+  // What an async_buffer learns at its allocation: does the host address the pool's memory?
+  CHECK_FALSE(bare.host_addressable());
+  CHECK(host.host_addressable());
+  CHECK(managed.host_addressable());
+  CHECK(curt::memory_pool_ref(fake_pool(), curt::memory_pool_properties::host_numa(0))
+            .host_addressable());
+  CHECK(curt::memory_pool_ref(fake_pool(), curt::memory_pool_properties::managed(device0()))
+            .host_addressable());
+  CHECK_FALSE(curt::memory_pool_ref(fake_pool(), curt::memory_pool_properties::device(device0()))
+                  .host_addressable());
 }
 
 TEST_CASE("refusals before CUDA name the numbers", "[memory_pool]") {
@@ -132,6 +145,57 @@ TEST_CASE("async_buffers made on a stream owner take the owner", "[memory_pool]"
   // The control: a signature no overload has is not found.
   CHECK_FALSE(takes_owner<int, allocate_on_owner<int>>::value);
   CHECK(static_cast<allocate_on_owner<int>*>(&curt::allocate_async<int>) != nullptr);
+}
+
+// An async_buffer converts to views as other owners do; host access is host_view() alone, so a
+// loop over a device pool's buffer does not compile (tests/compile/async_buffer_host_iteration).
+template <class B, class = void>
+struct has_begin : std::false_type {};
+template <class B>
+struct has_begin<B, std::void_t<decltype(std::declval<B&>().begin())>> : std::true_type {};
+template <class B, class = void>
+struct has_index : std::false_type {};
+template <class B>
+struct has_index<B, std::void_t<decltype(std::declval<B&>()[0])>> : std::true_type {};
+template <class B, class = void>
+struct has_host_view : std::false_type {};
+template <class B>
+struct has_host_view<B, std::void_t<decltype(std::declval<B>().host_view())>> : std::true_type {};
+static_assert(!has_begin<curt::async_buffer<float>>::value);
+static_assert(!has_begin<const curt::async_buffer<float>>::value);
+static_assert(!has_index<curt::async_buffer<float>>::value);
+static_assert(has_begin<curt::host_view<float>>::value);
+static_assert(std::is_same_v<decltype(std::declval<const curt::async_buffer<float>&>().host_view()),
+                             curt::host_view<const float>>);
+// A buffer never becomes a host_view without host_view()'s check, nor a temporary's.
+static_assert(!std::is_convertible_v<curt::async_buffer<float>&, curt::host_view<float>>);
+static_assert(!has_host_view<curt::async_buffer<float>&&>::value);
+static_assert(has_host_view<curt::async_buffer<float>&>::value);
+static_assert(sizeof(curt::async_buffer<float>) == sizeof(void*) * 7);  // the flag adds no byte
+static_assert(std::is_convertible_v<curt::async_buffer<float>&, cuda::std::span<float>>);
+static_assert(std::is_convertible_v<const curt::async_buffer<float>&,
+                                    cuda::std::span<const float>>);
+static_assert(!std::is_convertible_v<const curt::async_buffer<float>&, cuda::std::span<float>>);
+static_assert(!std::is_convertible_v<curt::async_buffer<float>&&, cuda::std::span<const float>>);
+
+TEST_CASE("an async_buffer of a pool the host cannot address refuses host access",
+          "[memory_pool]") {
+  std::vector<int> elements = curt_test::random_ints(16, -100, 100);
+  curt::async_buffer<int> adopted =
+      curt::async_buffer<int>::adopt(elements.data(), elements.size(), fake_stream());
+  CHECK_FALSE(adopted.host_accessible());  // adopt() cannot tell the pool
+  curt_test::require_cuda_error([&] { (void)adopted.host_view(); }, cudaErrorInvalidValue,
+                                {"curt::async_buffer<int>::host_view()", "host cannot address",
+                                 "host or managed pool"});
+  const curt::async_buffer<int>& view = adopted;
+  curt_test::require_cuda_error([&] { (void)view.host_view(); }, cudaErrorInvalidValue,
+                                {"async_buffer<int>::host_view()"});
+  // Views stay views: no host access is asked for.
+  cuda::std::span<const int> span = view;
+  CHECK(span.data() == elements.data());
+  CHECK(span.size() == elements.size());
+  CHECK(adopted.release() == elements.data());  // the vector's memory: nothing to free
+  CHECK_FALSE(adopted.host_accessible());
 }
 
 TEST_CASE("posix_fd owns a descriptor and fails loudly without one", "[memory_pool][ipc]") {

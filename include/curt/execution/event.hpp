@@ -13,6 +13,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -57,6 +58,47 @@ inline void check_runtime(int result, const char* call, const char* file, int li
 
 }  // namespace detail
 
+/// What another process opens an interprocess event with (event::from_ipc_handle): CUDA's 64
+/// bytes, as raw CUDA programs exchange them too; bytes() and from_bytes() carry them. Converts
+/// from and to cudaIpcEventHandle_t: `curt::ipc_event_handle h = e.ipc_handle();`.
+class ipc_event_handle {
+ public:
+  static constexpr std::size_t serialized_size = sizeof(cudaIpcEventHandle_t);  ///< 64 bytes
+  using bytes_type = std::array<unsigned char, serialized_size>;  ///< What bytes() gives.
+
+  /// Zero bytes (to be filled by a receive, or a member assigned later); no event's handle.
+  ipc_event_handle() noexcept : native_{} {}
+  /// CUDA's handle, as it is (NOLINT: implicit, a raw handle is one).
+  ipc_event_handle(const cudaIpcEventHandle_t& native) noexcept  // NOLINT
+      : native_(native) {}
+  /// CUDA's handle (NOLINT: implicit, it is one). @{
+  const cudaIpcEventHandle_t& native() const noexcept { return native_; }
+  operator const cudaIpcEventHandle_t&() const noexcept { return native_; }  // NOLINT
+  ///@}
+
+  /// The 64 bytes for another process (from_bytes() there).
+  bytes_type bytes() const noexcept {
+    bytes_type out{};
+    detail::copy_bytes(out.data(), &native_, serialized_size);
+    return out;
+  }
+  /// The handle bytes() gave in the exporting process; refuses any other size.
+  static ipc_event_handle from_bytes(const void* data, std::size_t size) {
+    if (CURT_UNLIKELY(data == nullptr || size != serialized_size))
+      detail::raise(cudaErrorInvalidValue,
+                    detail::fmt("curt::ipc_event_handle::from_bytes(%zu bytes)", size),
+                    detail::fmt("an event's IPC handle has %zu bytes (ipc_event_handle::bytes())",
+                                serialized_size),
+                    __FILE__, __LINE__);
+    ipc_event_handle handle;
+    detail::copy_bytes(&handle.native_, data, serialized_size);
+    return handle;
+  }
+
+ private:
+  cudaIpcEventHandle_t native_;
+};
+
 /// A non-owning event handle.
 class event_ref {
  public:
@@ -96,12 +138,26 @@ class event_ref {
     detail::check_runtime(result, "cuEventQuery(event)", __FILE__, __LINE__);
     return true;
   }
-  /// Handle another process can open with event::from_ipc_handle (event_flags::interprocess).
+  /// Handle another process opens with event::from_ipc_handle; only an event made with
+  /// event_flags::interprocess has one (CUDA cannot be asked an event's flags: it refuses others).
+  /// CUDA's type, as before ipc_event_handle: it converts to one for bytes().
   cudaIpcEventHandle_t ipc_handle() const {
     cudaIpcEventHandle_t handle{};
-    detail::context_scope in(detail::any_context);
-    detail::check(cudaIpcGetEventHandle(&handle, native("ipc_handle()")),
-                  "cudaIpcGetEventHandle(event)", __FILE__, __LINE__);
+    cudaEvent_t e = native("ipc_handle()");
+    const cudaError_t status = [&] {
+      detail::context_scope in(detail::any_context);
+      return cudaIpcGetEventHandle(&handle, e);
+    }();
+    if (CURT_UNLIKELY(status != cudaSuccess))
+      detail::throw_error(make_error_code(status), "cudaIpcGetEventHandle(event)", __FILE__,
+                          __LINE__,
+                          status == cudaErrorNotSupported
+                              ? "the device does not support IPC (cudaDevAttrIpcEventSupport)"
+                          : status == cudaErrorInvalidResourceHandle ||
+                                  status == cudaErrorInvalidValue
+                              ? "only an event made with curt::event_flags::interprocess "
+                                "(cudaEventInterprocess | cudaEventDisableTiming) can be shared"
+                              : "");
     return handle;
   }
 
@@ -178,12 +234,14 @@ class event : public detail::unique_handle<event_ref, detail::event_traits> {
                     "only a created event can be owned, not null", __FILE__, __LINE__);
     return event(handle);
   }
-  /// Opens, on device `d`, an event another process shared (it has interprocess flags).
-  static event from_ipc_handle(cudaIpcEventHandle_t handle, device d) {
+  /// Opens, on device `d`, an event another process shared (event_ref::ipc_handle()): an untimed
+  /// event to record, wait for and query; destroyed with its owner. Using it after the exporter
+  /// destroyed its event is undefined (CUDA's rule).
+  static event from_ipc_handle(const ipc_event_handle& handle, device d) {
     device_guard guard(d);
     cudaEvent_t opened = nullptr;
-    detail::check(cudaIpcOpenEventHandle(&opened, handle), "cudaIpcOpenEventHandle(handle)",
-                  {{"device", d.ordinal()}}, __FILE__, __LINE__);
+    detail::check(cudaIpcOpenEventHandle(&opened, handle.native()),
+                  "cudaIpcOpenEventHandle(handle)", {{"device", d.ordinal()}}, __FILE__, __LINE__);
     return event(opened);
   }
 

@@ -421,9 +421,24 @@ inline int launch_native(const cudaLaunchConfig_t& config, const void* kernel, v
   return launch_native(config, handle, arguments);
 }
 
+// One text for both launch paths (a kernel's span parameter, a functor's view).
+#define CURT_DETAIL_TEMPORARY_BUFFER_MESSAGE                                                  \
+  "curt::launch: a temporary buffer gives the kernel no view of its elements: it is freed at " \
+  "the end of the statement, before the kernel runs; give it a name"
+
+template <class A, class = void>
+struct is_memory_owner : std::false_type {};
+template <class A>
+struct is_memory_owner<A, std::void_t<typename std::decay_t<A>::kernel_view>> : std::true_type {};
+
 template <std::size_t Index, class Param, class Arg>
 constexpr bool check_argument() {
-  static_assert(std::is_convertible_v<Arg, Param>,
+  // A temporary owner refuses every view (memory/owner.hpp); a named one would have converted.
+  constexpr bool temporary_owner =
+      !std::is_lvalue_reference_v<Arg> && is_memory_owner<Arg>::value &&
+      std::is_convertible_v<std::remove_reference_t<Arg>&, Param>;
+  static_assert(!temporary_owner, CURT_DETAIL_TEMPORARY_BUFFER_MESSAGE);
+  static_assert(temporary_owner || std::is_convertible_v<Arg, Param>,
                 "curt::launch: an argument does not convert to the kernel's parameter type; "
                 "see Index (0-based), Param and Arg in the instantiation below");
   return std::is_convertible_v<Arg, Param>;
@@ -486,12 +501,11 @@ struct kernel_argument {
 };
 template <class A>
 struct kernel_argument<A, std::void_t<typename std::decay_t<A>::kernel_view>> {
-  static_assert(std::is_lvalue_reference_v<A>,
-                "curt::launch: a temporary buffer gives the kernel no view of its elements: it is "
-                "freed at the end of the statement, before the kernel runs; give it a name");
+  static_assert(std::is_lvalue_reference_v<A>, CURT_DETAIL_TEMPORARY_BUFFER_MESSAGE);
   using element = std::remove_reference_t<decltype(*std::declval<A>().data())>;
   using type = typename std::decay_t<A>::kernel_view::template rebind<element>;
 };
+#undef CURT_DETAIL_TEMPORARY_BUFFER_MESSAGE
 template <class A>
 using kernel_argument_t = typename kernel_argument<A>::type;
 }  // namespace detail

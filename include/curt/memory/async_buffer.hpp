@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 namespace curt {
 class memory_pool_ref;
@@ -22,6 +23,12 @@ struct free_place {
   stream_ref stream{state_handle<cudaStream_t>(handle_state::empty)};
   CUcontext context = nullptr;
   std::shared_ptr<stream_end> end;  // a curt::stream's: it is destroyed after its buffers
+};
+
+/// Whether the host addresses a buffer's memory, which its pool's ref tells at the allocation
+/// (pinned host or managed) without asking CUDA. The owner's State: no byte more per buffer.
+struct async_owner_state {
+  bool host_accessible = false;
 };
 
 /// Where to free what this thread allocates on `stream`. Refuses a default stream while a green
@@ -59,10 +66,21 @@ inline void free_async(void* p, const free_place& place) {
   free();
 }
 
+[[noreturn]] CURT_COLD inline void refuse_host_access(const std::string& owner) {
+  raise(cudaErrorInvalidValue, fmt("%s::host_view()", owner.c_str()),
+        "the host cannot address this buffer's memory: its pool is not of pinned host or managed "
+        "memory (or its ref did not know the pool's kind, nor does adopt()); copy it to the host "
+        "(curt::copy), or allocate from a host or managed pool",
+        __FILE__, __LINE__);
+}
+
 struct async_memory_kind {
   static constexpr const char* name = "async_buffer";
+  // No begin()/end()/operator[]: most pools hold device memory, and host access to those stays
+  // a compile error. host_view() checks the pool's kind, a run-time fact of memory_pool_ref.
   static constexpr bool host_iterable = false;
   using place = free_place;
+  using owner_state = async_owner_state;
   static void free(void* p, const free_place& where) { free_async(p, where); }
   template <class Buffer>  // a buffer freeing on a curt::stream owner keeps that stream until freed
   static Buffer watching(Buffer buffer, const curt::stream& s) {
@@ -72,13 +90,40 @@ struct async_memory_kind {
 };
 }  // namespace detail
 
+/// The elements of a host-addressable async_buffer for the host (async_buffer::host_view()):
+/// unchecked operator[], begin(), end() over the buffer's memory, which it does not own. A
+/// contiguous range (copies, span's range constructor). No element_type: a buffer must not
+/// convert to it as to a view, which would skip host_view()'s check.
+template <class T>
+class host_view {
+ public:
+  using value_type = std::remove_cv_t<T>;  ///< The element type, without const.
+  using iterator = T*;                     ///< A plain pointer.
+  /// `size` elements at `data`, which the host addresses (not checked here).
+  constexpr host_view(T* data, std::size_t size) noexcept : data_(data), size_(size) {}
+  /// The elements as a contiguous range; operator[] is unchecked, like a span's. @{
+  constexpr T* data() const noexcept { return data_; }
+  constexpr std::size_t size() const noexcept { return size_; }
+  constexpr bool empty() const noexcept { return size_ == 0; }
+  constexpr T* begin() const noexcept { return data_; }
+  constexpr T* end() const noexcept { return data_ + size_; }
+  constexpr T& operator[](std::size_t i) const noexcept { return data_[i]; }  ///@}
+
+ private:
+  T* data_;
+  std::size_t size_;
+};
+
 /// `size()` elements of T (not initialized), freed on its stream when destroyed (cudaFreeAsync,
 /// after the work queued there before and other streams' work given to free_after). A curt::stream
 /// owner destroyed first lives on until its buffers are freed; a raw stream (stream_ref) must
-/// outlive them. Move-only; an empty, moved-from, released or freed buffer holds nothing and says
-/// which. A default stream's buffer frees on that default stream of the context it was allocated in
-/// (the per-thread one is the destroying thread's: free(stream) one made on another thread). While
-/// a green context is current, a default stream is refused: use green_context::make_stream().
+/// outlive them. From a pinned-host or managed pool, the host reads and writes the elements
+/// through host_view() once the stream has reached the allocation (a synchronize); for other
+/// pools host_view() throws. Move-only; an empty, moved-from, released or freed buffer holds
+/// nothing and says which. A default stream's buffer frees on that default stream of the context
+/// it was allocated in (the per-thread one is the destroying thread's: free(stream) one made on
+/// another thread). While a green context is current, a default stream is refused: use
+/// green_context::make_stream().
 template <class T>
 class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
   using base = detail::memory_owner<T, detail::async_memory_kind>;
@@ -102,6 +147,16 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
     return detail::async_memory_kind::watching(adopt(data, count, stream_ref(stream)), stream);
   }
 
+  /// Whether the host addresses the elements (a pinned-host or managed pool's buffer).
+  bool host_accessible() const noexcept { return this->valid() && this->state_.host_accessible; }
+  /// The elements for the host, from a pinned-host or managed pool's buffer (one check here,
+  /// none per element); throws for other pools (adopt() and allocate_async give such buffers
+  /// too) and when the buffer holds no memory. Deleted for a temporary, freed at the statement's
+  /// end. @{
+  curt::host_view<T> host_view() & { return {host_elements(), this->count_}; }
+  curt::host_view<const T> host_view() const& { return {host_elements(), this->count_}; }  ///@}
+  curt::host_view<const T> host_view() && = delete;
+  curt::host_view<const T> host_view() const&& = delete;
   /// The stream the buffer frees on.
   stream_ref stream() const {
     (void)this->native("stream()");
@@ -132,10 +187,20 @@ class async_buffer : public detail::memory_owner<T, detail::async_memory_kind> {
  private:
   friend class memory_pool_ref;
   template <class U>
+  friend async_buffer<U> import_pointer(memory_pool_ref, const cudaMemPoolPtrExportData&,
+                                        std::size_t, stream_ref);
+  template <class U>
   friend async_buffer<U> allocate_async(std::size_t count, stream_ref stream);
 
-  async_buffer(T* data, std::size_t count, detail::free_place where) noexcept
-      : base(data, count, where) {}
+  async_buffer(T* data, std::size_t count, detail::free_place where,
+               detail::async_owner_state state = {}) noexcept
+      : base(data, count, where, state) {}
+  T* host_elements() const {
+    T* p = this->native("host_view()");
+    if (CURT_UNLIKELY(!this->state_.host_accessible))
+      detail::refuse_host_access(detail::owner_name<T>(detail::async_memory_kind::name));
+    return p;
+  }
 };
 
 /// `count` T elements from the stream's device's current pool (cudaMallocAsync), freed on `stream`.

@@ -76,6 +76,17 @@ using owner_view_of = std::enable_if_t<
 template <class Kind>
 struct memory_traits;
 
+// What only an owner of Kind keeps besides its place (Kind::owner_state; none by default): it
+// takes the owner's State byte, which the layout pads anyway.
+template <class Kind, class = void>
+struct owner_state_of {
+  using type = no_state;
+};
+template <class Kind>
+struct owner_state_of<Kind, std::void_t<typename Kind::owner_state>> {
+  using type = typename Kind::owner_state;
+};
+
 /// The non-owning half of a memory owner: the pointer (or a state), the count, and
 /// Kind::place, where the memory is freed. Kind supplies name (for messages), host_iterable
 /// (begin/end and operator[]), place and free(pointer, place), which may throw.
@@ -126,16 +137,20 @@ class memory_span {
 
 template <class Kind>
 struct memory_traits {
-  template <class Span>
-  static void destroy(Span& memory, no_state&) {
+  template <class Span, class State>
+  static void destroy(Span& memory, State&) {
     if (memory.handle_ != nullptr) Kind::free(memory.handle_, memory.place_);
   }
+  template <class State>
+  static void release(State&) noexcept {}
 };
 
 /// An owner of memory: move-only, frees with Kind::free at the end, views of its elements.
 template <class T, class Kind>
-class memory_owner : public unique_handle<memory_span<T, Kind>, memory_traits<Kind>> {
-  using base = unique_handle<memory_span<T, Kind>, memory_traits<Kind>>;
+class memory_owner : public unique_handle<memory_span<T, Kind>, memory_traits<Kind>,
+                                           typename owner_state_of<Kind>::type> {
+  using base = unique_handle<memory_span<T, Kind>, memory_traits<Kind>,
+                             typename owner_state_of<Kind>::type>;
 
  public:
   /// Views (see the file comment). For owners with begin()/end(), views with a range
@@ -171,8 +186,10 @@ class memory_owner : public unique_handle<memory_span<T, Kind>, memory_traits<Ki
 
  protected:
   using place_type = typename Kind::place;
-  memory_owner(T* memory, std::size_t count, place_type place) noexcept
-      : base(memory_span<T, Kind>(memory, count, place)) {}
+  using owner_state = typename owner_state_of<Kind>::type;
+  memory_owner(T* memory, std::size_t count, place_type place,
+               owner_state state = owner_state()) noexcept
+      : base(memory_span<T, Kind>(memory, count, place), state) {}
   explicit memory_owner(handle_state state) noexcept
       : base(memory_span<T, Kind>(state_handle<T*>(state), 0, place_type())) {}
   /// For an explicit free: the pointer (throws if none); the owner, now "freed", frees no more.

@@ -169,7 +169,10 @@ class memory_pool_ref {
   bool kind_known() const noexcept { return type_ != cudaMemAllocationTypeInvalid; }
   bool is_device_pool() const noexcept { return is_pinned() && where_.is_device(); }
   bool is_host_pool() const noexcept { return is_pinned() && where_.is_host(); }
-  bool is_managed_pool() const noexcept { return type_ == cudaMemAllocationTypeManaged; }  ///@}
+  bool is_managed_pool() const noexcept { return type_ == cudaMemAllocationTypeManaged; }
+  ///@}
+  /// The host addresses the pool's memory: a pool of pinned host (or host NUMA) or managed memory.
+  bool host_addressable() const noexcept { return is_host_pool() || is_managed_pool(); }
   /// True for a pool imported from another process: it cannot allocate.
   bool is_imported() const noexcept { return imported_; }
   /// The maximum size the pool was made with (before CUDA's rounding); 0: none or unknown.
@@ -510,6 +513,6 @@ async_buffer<T> memory_pool_ref::allocate(std::size_t count, stream_ref stream) 
       detail::checked_bytes<T>(count, "async_buffer", "curt::memory_pool_ref::allocate<T>");
   const detail::free_place where = detail::place_for(stream, "curt::memory_pool_ref::allocate<T>");
   void* p = allocate_bytes(pool, bytes, where.stream.get());
-  return async_buffer<T>(static_cast<T*>(p), count, where);
+  return async_buffer<T>(static_cast<T*>(p), count, where, {host_addressable()});
 }
 }  // namespace curt

@@ -137,7 +137,9 @@ async_buffer<T> import_pointer(memory_pool_ref imported_pool, const cudaMemPoolP
                   {"imported pool", {"elements", static_cast<long long>(count)}}, __FILE__,
                   __LINE__);
   }
-  return async_buffer<T>::adopt(static_cast<T*>(p), count, stream);
+  async_buffer<T> buffer = async_buffer<T>::adopt(static_cast<T*>(p), count, stream);
+  buffer.state_.host_accessible = imported_pool.host_addressable();  // a host NUMA pool's
+  return buffer;
 }
 /// The same on a curt::stream owner, which then lives until the buffer is freed.
 template <class T>

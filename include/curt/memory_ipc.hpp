@@ -1,0 +1,1 @@
+#include <curt/memory/ipc.hpp>  // a kept public path
