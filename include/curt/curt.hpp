@@ -21,6 +21,7 @@
 #include <curt/graph/node.hpp>
 #include <curt/graph/node_update.hpp>
 #include <curt/graph/nodes.hpp>
+#include <curt/memory/array.hpp>
 #include <curt/memory/batch_copy.hpp>
 #include <curt/memory/buffer.hpp>
 #include <curt/memory/copy.hpp>
@@ -28,5 +29,6 @@
 #include <curt/memory/pitched.hpp>
 #include <curt/memory/pool.hpp>
 #include <curt/memory/pool_ipc.hpp>
+#include <curt/memory/texture.hpp>
 #include <curt/memory/unified.hpp>
 #include <curt/multi_gpu/peer.hpp>
