@@ -83,6 +83,7 @@ class array_handle {
 struct array_traits {  // freed where it was made; an adopted one in a context of its device
   template <class Handle>
   static void destroy(Handle& array, no_state&) {
+    if (array.handle_ == nullptr) return;  // a constructor that threw made none
     const allocation& at = array.place_.where;
     context_scope in;
     if (at.context ? at.context != current_context() : !device_context_current(at.ordinal))
