@@ -23,6 +23,7 @@
 #include <curt/graph/node.hpp>
 #include <curt/graph/node_update.hpp>
 #include <curt/graph/nodes.hpp>
+#include <curt/memory/array.hpp>
 #include <curt/memory/batch_copy.hpp>
 #include <curt/memory/buffer.hpp>
 #include <curt/memory/copy.hpp>
@@ -31,6 +32,7 @@
 #include <curt/memory/pitched.hpp>
 #include <curt/memory/pool.hpp>
 #include <curt/memory/pool_ipc.hpp>
+#include <curt/memory/texture.hpp>
 #include <curt/memory/unified.hpp>
 #include <curt/multi_gpu/peer.hpp>
 #include <curt/profiling/profiler.hpp>

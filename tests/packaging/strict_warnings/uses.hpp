@@ -15,6 +15,13 @@ inline float strict_warnings_uses(curt::device gpu) {
   curt::copy(pinned, buffer, stream);
   curt::copy_and_wait(host, buffer, stream);
   curt::fill(buffer, 2.0f, stream);
+  auto image = curt::cuda_array<float>::two_d(gpu, 32, 32, curt::array_flags::surface_load_store);
+  curt::copy(image, buffer, stream);
+  curt::copy(buffer, image, stream);
+  curt::texture_object texture(image, curt::texture_description()
+                                          .filter(curt::filter_mode::linear)
+                                          .normalized_coordinates());
+  curt::surface_object surface(image);
   done.record(stream);
   stream.synchronize();
   std::size_t total = 0;

@@ -1,0 +1,1 @@
+#include <curt/memory/array.hpp>  // a kept public path

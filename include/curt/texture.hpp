@@ -1,0 +1,1 @@
+#include <curt/memory/texture.hpp>  // a kept public path
