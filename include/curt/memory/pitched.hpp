@@ -89,8 +89,9 @@ class pitched_view {
 
 /// A box of elements: the origin (x, y, z) and the extent (width, height, depth), in elements.
 struct region {
-  std::size_t x = 0, y = 0, z = 0;               ///< The first element.
-  std::size_t width = 0, height = 0, depth = 1;  ///< Elements per row, rows, slices.
+  /// The first element (x, y, z), and the extent: elements per row, rows, slices. @{
+  std::size_t x = 0, y = 0, z = 0;
+  std::size_t width = 0, height = 0, depth = 1;  ///@}
   /// 2D: `curt::region{x, y, width, height}` (z 0, depth 1).
   constexpr region(std::size_t at_x, std::size_t at_y, std::size_t w, std::size_t h) noexcept
       : x(at_x), y(at_y), width(w), height(h) {}
