@@ -57,7 +57,7 @@ class pitched_view {
   template <class U, std::enable_if_t<std::is_convertible_v<U (*)[], T (*)[]>, int> = 0>
   CURT_HOST_DEVICE constexpr pitched_view(const pitched_view<U, Dimensions>& v) noexcept
       : data_(v.data_), pitch_(v.pitch_) {
-    for (int i = 0; i < Dimensions; ++i) extents_[i] = v.extents_[i];
+    for (std::size_t i = 0; i < std::size_t{Dimensions}; ++i) extents_[i] = v.extents_[i];
   }
 
   CURT_HOST_DEVICE constexpr T* data() const noexcept { return data_; }  ///< Element (0, 0, 0).
@@ -84,7 +84,7 @@ class pitched_view {
   friend class pitched_view;
   T* data_ = nullptr;
   std::size_t pitch_ = 0;
-  std::size_t extents_[Dimensions] = {};
+  std::size_t extents_[std::size_t{Dimensions}] = {};
 };
 
 /// A box of elements: the origin (x, y, z) and the extent (width, height, depth), in elements.
