@@ -4,10 +4,13 @@
 //   curt::copy(image, host_pixels, stream);   // host_pixels.size() == width * height, row-major
 //   curt::pitched_buffer_3d<float> volume(device, width, height, depth);
 //
-// Rows start pitch() bytes apart, slices height() * pitch() bytes: a kernel finds element (x, y)
-// at reinterpret_cast<char*>(data()) + y * pitch() + x * sizeof(T). Copies check the extents
-// before CUDA is called; the dense side may be any memory (cudaMemcpyDefault). An extent of 0
-// allocates nothing. Owners that hold nothing throw on use and report no extent.
+//   curt::launch(stream, config, kernel, image);  // kernel(curt::pitched_view<float, 2> v)
+//   curt::copy(image.sub({x, y, width, height}), host_tile, stream);  // a box of elements
+//
+// Rows start pitch() bytes apart, slices height() * pitch() bytes; pitched_view does that
+// arithmetic. Copies check the extents, and sub() its box, before CUDA is called; the dense side
+// may be any memory (cudaMemcpyDefault). An extent of 0 allocates nothing. Owners that hold
+// nothing throw on use and report no extent.
 #pragma once
 
 #include <curt/core/context.hpp>
@@ -26,6 +29,86 @@
 #include <type_traits>
 
 namespace curt {
+
+/// What a kernel indexes pitched memory through: `v(x, y)`, `v(x, y, z)` (x the fastest), with
+/// the pitch in bytes, so any pitch and element size work. A view: the memory must outlive it.
+/// A buffer gives it by view(), or converts to it when given to curt::launch or <<<>>>.
+template <class T, int Dimensions>
+class pitched_view {
+  static_assert(Dimensions == 2 || Dimensions == 3, "curt::pitched_view: 2 or 3 dimensions");
+  template <int D>
+  using only = std::enable_if_t<D == Dimensions, int>;
+
+ public:
+  using element_type = T;  ///< T, const T for a const buffer's view
+  template <class U>
+  using rebind = pitched_view<U, Dimensions>;  ///< The view of U (curt::launch's kernel_view).
+  pitched_view() = default;  ///< Views nothing.
+  /// `data`, rows `pitch` bytes apart, extents in elements (a slice is height rows). @{
+  template <int D = 2, only<D> = 0>
+  CURT_HOST_DEVICE constexpr pitched_view(T* data, std::size_t pitch, std::size_t width,
+                                          std::size_t height) noexcept
+      : data_(data), pitch_(pitch), extents_{width, height} {}
+  template <int D = 3, only<D> = 0>
+  CURT_HOST_DEVICE constexpr pitched_view(T* data, std::size_t pitch, std::size_t width,
+                                          std::size_t height, std::size_t depth) noexcept
+      : data_(data), pitch_(pitch), extents_{width, height, depth} {}  ///@}
+  /// A view of T is a view of const T.
+  template <class U, std::enable_if_t<std::is_convertible_v<U (*)[], T (*)[]>, int> = 0>
+  CURT_HOST_DEVICE constexpr pitched_view(const pitched_view<U, Dimensions>& v) noexcept
+      : data_(v.data_), pitch_(v.pitch_) {
+    for (std::size_t i = 0; i < std::size_t{Dimensions}; ++i) extents_[i] = v.extents_[i];
+  }
+
+  CURT_HOST_DEVICE constexpr T* data() const noexcept { return data_; }  ///< Element (0, 0, 0).
+  CURT_HOST_DEVICE constexpr std::size_t pitch() const noexcept { return pitch_; }  ///< Row bytes.
+  CURT_HOST_DEVICE constexpr std::size_t width() const noexcept { return extents_[0]; }  ///< x.
+  CURT_HOST_DEVICE constexpr std::size_t height() const noexcept { return extents_[1]; }  ///< y.
+  template <int D = 3, only<D> = 0>
+  CURT_HOST_DEVICE constexpr std::size_t depth() const noexcept { return extents_[2]; }  ///< z.
+  /// Row y of slice z (0 in 2D): its first element. Unchecked, as a span's operator[].
+  CURT_HOST_DEVICE T* row(std::size_t y, std::size_t z = 0) const noexcept {
+    using byte = std::conditional_t<std::is_const_v<T>, const char, char>;
+    return reinterpret_cast<T*>(reinterpret_cast<byte*>(data_) + (z * extents_[1] + y) * pitch_);
+  }
+  /// Element (x, y) or (x, y, z); unchecked. @{
+  template <int D = 2, only<D> = 0>
+  CURT_HOST_DEVICE T& operator()(std::size_t x, std::size_t y) const noexcept { return row(y)[x]; }
+  template <int D = 3, only<D> = 0>
+  CURT_HOST_DEVICE T& operator()(std::size_t x, std::size_t y, std::size_t z) const noexcept {
+    return row(y, z)[x];
+  }  ///@}
+
+ private:
+  template <class, int>
+  friend class pitched_view;
+  T* data_ = nullptr;
+  std::size_t pitch_ = 0;
+  std::size_t extents_[std::size_t{Dimensions}] = {};
+};
+
+/// A box of elements: the origin (x, y, z) and the extent (width, height, depth), in elements.
+struct region {
+  /// The first element (x, y, z), and the extent: elements per row, rows, slices. @{
+  std::size_t x = 0, y = 0, z = 0;
+  std::size_t width = 0, height = 0, depth = 1;  ///@}
+  /// 2D: `curt::region{x, y, width, height}` (z 0, depth 1).
+  constexpr region(std::size_t at_x, std::size_t at_y, std::size_t w, std::size_t h) noexcept
+      : x(at_x), y(at_y), width(w), height(h) {}
+  /// 3D: `curt::region{x, y, z, width, height, depth}`.
+  constexpr region(std::size_t at_x, std::size_t at_y, std::size_t at_z, std::size_t w,
+                   std::size_t h, std::size_t d) noexcept
+      : x(at_x), y(at_y), z(at_z), width(w), height(h), depth(d) {}
+};
+
+/// A region of a pitched buffer, from its sub(): what copies take on either side (T const for a
+/// const buffer's). A view: the buffer must outlive the copies.
+template <class T>
+struct pitched_region {
+  pitched_view<T, 3> memory;  ///< The whole buffer (depth 1 in 2D).
+  region box;                 ///< The part, inside the buffer (sub() checked it).
+};
+
 namespace detail {
 
 /// Where pitched memory was allocated, and its extents (width in elements; depth 1 in 2D).
@@ -58,13 +141,39 @@ inline std::size_t checked_product(std::size_t a, std::size_t b, const std::stri
   return a * b;
 }
 
-// One 3D copy (width in bytes): on `stream`, or synchronous where it is null (no stream_ref is).
+// "w x h at (x, y)" (3D: "w x h x d at (x, y, z)"), for messages.
+CURT_COLD inline std::string region_text(const region& r, bool three_d) {
+  three_d = three_d || r.z != 0 || r.depth != 1;
+  return extent_text(r.width, r.height, r.depth, three_d) +
+         fmt(" at (%zu, %zu%s)", r.x, r.y, three_d ? fmt(", %zu", r.z).c_str() : "");
+}
+
+// Refuses a region that passes the extents `size` (width, height, depth) of a buffer.
+template <class T, int D>
+void check_region(const region& r, const std::size_t (&size)[3]) {
+  const std::size_t at[3] = {r.x, r.y, r.z}, count[3] = {r.width, r.height, r.depth};
+  for (int i = 0; i < 3; ++i)
+    if (CURT_UNLIKELY(at[i] > size[i] || count[i] > size[i] - at[i]))
+      raise(cudaErrorInvalidValue,
+            fmt("%s(%s).sub(%s)", owner_name<T>(pitched_kind<D>::name).c_str(),
+                extent_text(size[0], size[1], size[2], D == 3).c_str(),
+                region_text(r, D == 3).c_str()),
+            fmt("the region passes the buffer's %s: %c %zu + %s %zu > %zu",
+                i == 0 ? "width" : i == 1 ? "height" : "depth", "xyz"[i], at[i],
+                i == 0 ? "width" : i == 1 ? "height" : "depth", count[i], size[i]),
+            __FILE__, __LINE__);
+}
+
+// One 3D copy (width in bytes) from src_at to dst_at (x in bytes): on `stream`, or synchronous
+// where it is null (no stream_ref is).
 inline void copy_3d(cudaPitchedPtr dst, cudaPitchedPtr src, cudaExtent extent,
-                    cudaStream_t stream) {
+                    cudaStream_t stream, cudaPos dst_at = {}, cudaPos src_at = {}) {
   if (extent.width == 0 || extent.height == 0 || extent.depth == 0) return;
   cudaMemcpy3DParms parameters{};
   parameters.srcPtr = src;
+  parameters.srcPos = src_at;
   parameters.dstPtr = dst;
+  parameters.dstPos = dst_at;
   parameters.extent = extent;
   parameters.kind = cudaMemcpyDefault;
   context_scope in(for_stream, stream);
@@ -89,6 +198,7 @@ class basic_pitched_buffer
  public:
   using element_type = T;  ///< T, as std::span names it
   using value_type = T;    ///< T
+  using kernel_view = pitched_view<T, Dimensions>;  ///< What curt::launch gives a functor.
 
   /// Allocates on device d (cudaMalloc3D; throws on overflow or failure); no_handle: empty. @{
   template <int D = Dimensions, std::enable_if_t<D == 2, int> = 0>
@@ -126,8 +236,36 @@ class basic_pitched_buffer
   /// Gives up ownership (the caller frees with cudaFree); the owner is then "released".
   T* release() { return base::release(); }
 
+  /// The kernel's view (of const T for a const buffer), also by conversion (curt::launch, <<<>>>);
+  /// throws when the owner holds none. A temporary gives none: it would dangle. @{
+  pitched_view<T, Dimensions> view() & { return view_of<T, Dimensions>("view()"); }
+  pitched_view<const T, Dimensions> view() const& { return view_of<const T, Dimensions>("view()"); }
+  void view() && = delete;
+  void view() const&& = delete;
+  operator pitched_view<T, Dimensions>() & { return view(); }  // NOLINT: implicit by design
+  operator pitched_view<const T, Dimensions>() const& { return view(); }  // NOLINT: as well
+  operator pitched_view<T, Dimensions>() && = delete;
+  operator pitched_view<const T, Dimensions>() const&& = delete;  ///@}
+  /// The region `r` of the buffer, for copies; throws, naming the numbers, when it passes the
+  /// buffer's extents (a 2D buffer's depth is 1). A temporary gives none. @{
+  pitched_region<T> sub(const region& r) & { return {checked(r), r}; }
+  pitched_region<const T> sub(const region& r) const& { return {checked(r), r}; }
+  void sub(const region&) && = delete;
+  void sub(const region&) const&& = delete;  ///@}
+
  private:
   std::size_t extent(std::size_t value) const noexcept { return valid() ? value : 0; }
+  template <class E, int D>
+  pitched_view<E, D> view_of(const char* operation) const {
+    E* p = span::native(operation);
+    if constexpr (D == 2) return {p, pitch(), width(), height()};
+    else return {p, pitch(), width(), height(), extent(this->place_.depth)};
+  }
+  pitched_view<T, 3> checked(const region& r) const {  // (T: the const overload makes it const)
+    const pitched_view<T, 3> all = view_of<T, 3>("sub()");
+    detail::check_region<T, Dimensions>(r, {all.width(), all.height(), all.depth()});
+    return all;
+  }
 
   basic_pitched_buffer(curt::device d, detail::pitched_place at) : base(span(nullptr, 0, at)) {
     const std::string call = detail::fmt(
@@ -156,78 +294,106 @@ using pitched_buffer_3d = basic_pitched_buffer<T, 3>;
 
 namespace detail {
 
-template <class T, int D>  // the extent of a copy of all elements (width in bytes), and its text
+template <class T, int D>  // the extent of a copy of all elements (width in bytes)
 cudaExtent extent_of(const basic_pitched_buffer<T, D>& p) noexcept {
   std::size_t depth = p.valid() ? 1 : 0;
   if constexpr (D == 3) depth = p.depth();
   return {p.width() * sizeof(T), p.height(), depth};
 }
-template <class T, int D>
-CURT_COLD std::string extent_text(const basic_pitched_buffer<T, D>& p) {
-  return extent_text(p.width(), p.height(), extent_of(p).depth, D == 3);
+template <class T, int D>  // all of a buffer, as a region
+region whole(const basic_pitched_buffer<T, D>& p) noexcept {
+  return {0, 0, 0, p.width(), p.height(), extent_of(p).depth};
 }
 
-// Copies a pitched buffer to or from (`to_pitched`) a dense range of its extents, on `stream`.
-template <class E, class T, int D>
-void copy_dense(const basic_pitched_buffer<T, D>& pitched, E* dense, std::size_t count,
-                bool to_pitched, cudaStream_t stream) {
-  static_assert(std::is_same_v<std::remove_cv_t<E>, T>,
-                "curt::copy: the dense range and the pitched buffer hold different element types");
-  const cudaPitchedPtr p = pitched.native();
-  const cudaExtent e = extent_of(pitched);
-  if (CURT_UNLIKELY(count != pitched.element_count()))
+// Copies region src into region dst (of equal extents) on `stream`.
+template <class T, class U>
+void copy_boxes(const pitched_region<T>& dst, const pitched_region<U>& src, cudaStream_t stream) {
+  static_assert(!std::is_const_v<T>, "curt::copy: the destination region is of a const buffer");
+  static_assert(std::is_same_v<std::remove_cv_t<U>, std::remove_cv_t<T>>,
+                "curt::copy: the two sides hold different element types");
+  auto native = [](const auto& m) -> cudaPitchedPtr {
+    return {const_cast<T*>(m.data()), m.pitch(), m.width() * sizeof(T), m.height()};
+  };
+  const region &d = dst.box, &s = src.box;
+  copy_3d(native(dst.memory), native(src.memory), {d.width * sizeof(T), d.height, d.depth},
+          stream, {d.x * sizeof(T), d.y, d.z}, {s.x * sizeof(T), s.y, s.z});
+}
+
+// `count` dense elements at `data`, which must be those of a box of r's extent, as a region.
+template <class E>
+pitched_region<E> dense_region(E* data, std::size_t count, const region& r, bool to_region) {
+  if (CURT_UNLIKELY(count != r.width * r.height * r.depth))
     raise(cudaErrorInvalidValue,
-          to_pitched ? "curt::copy(pitched destination, dense source)"
-                     : "curt::copy(dense destination, pitched source)",
-          fmt("the sizes differ: the pitched buffer is %s elements, so the dense %s must hold "
-              "exactly that many (%zu) in row-major order; it holds %zu",
-              extent_text(pitched).c_str(), to_pitched ? "source" : "destination",
-              pitched.element_count(), count),
+          to_region ? "curt::copy(pitched destination, dense source)"
+                    : "curt::copy(dense destination, pitched source)",
+          fmt("the sizes differ: the pitched side is %s, so the dense %s must hold exactly that "
+              "many (%zu) in row-major order; it holds %zu", region_text(r, false).c_str(),
+              to_region ? "source" : "destination", r.width * r.height * r.depth, count),
           __FILE__, __LINE__);
-  const cudaPitchedPtr d{const_cast<T*>(dense), e.width, e.width, e.height};
-  copy_3d(to_pitched ? p : d, to_pitched ? d : p, e, stream);
-}
-
-template <class T, int D>
-void copy_between(basic_pitched_buffer<T, D>& dst, const basic_pitched_buffer<T, D>& src,
-                  cudaStream_t stream) {
-  const cudaPitchedPtr d = dst.native(), s = src.native();
-  const cudaExtent de = extent_of(dst), se = extent_of(src);
-  if (CURT_UNLIKELY(de.width != se.width || de.height != se.height || de.depth != se.depth))
-    raise(cudaErrorInvalidValue, "curt::copy(pitched destination, pitched source)",
-          fmt("the extents differ: the destination is %s elements, the source %s",
-              extent_text(dst).c_str(), extent_text(src).c_str()),
-          __FILE__, __LINE__);
-  copy_3d(d, s, de, stream);
+  return {{data, r.width * sizeof(E), r.width, r.height, r.depth},
+          {0, 0, 0, r.width, r.height, r.depth}};
 }
 
 template <class Range>
 constexpr bool dense_range() {
   static_assert(is_range_v<Range>, "curt::copy: the dense side must be a contiguous range with "
-                                   "data() and size(), or a pitched buffer");
+                                   "data() and size(), a pitched buffer or a region of one");
   return is_range_v<Range>;
 }
 
 }  // namespace detail
 
-// Copies with a pitched buffer on one side or both, on a stream (cudaMemcpy3DAsync): the dense
-// side is width x height (x depth) elements in row-major order.
-template <class T, int D, class Range>
-void copy(basic_pitched_buffer<T, D>& dst, const Range& src, stream_ref stream) {
+/// Copies on `stream` (cudaMemcpy3DAsync) between pitched buffers, their regions (sub()) and dense
+/// ranges (a region's elements in row-major order), checked before CUDA: equal extents, one
+/// element type. The sides may differ in dimensions (a 2D region of a 3D buffer). @{
+template <class T, class Range>
+void copy(pitched_region<T> dst, const Range& src, stream_ref stream) {
   if constexpr (detail::dense_range<Range>())
-    detail::copy_dense(dst, src.data(), src.size(), true, stream.get());
+    detail::copy_boxes(dst, detail::dense_region(src.data(), src.size(), dst.box, true),
+                       stream.get());
 }
-template <class Range, class T, int D>
-void copy(Range&& dst, const basic_pitched_buffer<T, D>& src, stream_ref stream) {
+template <class Range, class T>
+void copy(Range&& dst, pitched_region<T> src, stream_ref stream) {
   detail::check_kept_range<Range>(dst, "curt::copy(dst, pitched, stream): the destination");
   if constexpr (detail::dense_range<Range>())
-    detail::copy_dense(src, dst.data(), dst.size(), false, stream.get());
+    detail::copy_boxes(detail::dense_region(dst.data(), dst.size(), src.box, false), src,
+                       stream.get());
 }
-template <class T, int D>
-void copy(basic_pitched_buffer<T, D>& dst, const basic_pitched_buffer<T, D>& src,
+template <class T, class U>
+void copy(pitched_region<T> dst, pitched_region<U> src, stream_ref stream) {
+  const region &d = dst.box, &s = src.box;
+  if (CURT_UNLIKELY(d.width != s.width || d.height != s.height || d.depth != s.depth))
+    detail::raise(cudaErrorInvalidValue, "curt::copy(pitched destination, pitched source)",
+                  detail::fmt("the extents differ: the destination is %s, the source %s",
+                              detail::region_text(d, false).c_str(),
+                              detail::region_text(s, false).c_str()),
+                  __FILE__, __LINE__);
+  detail::copy_boxes(dst, src, stream.get());
+}
+template <class T, int D, class Src>  // (below: whole buffers, as regions)
+void copy(basic_pitched_buffer<T, D>& dst, const Src& src, stream_ref stream) {
+  curt::copy(dst.sub(detail::whole(dst)), src, stream);
+}
+template <class Dst, class T, int D>
+void copy(Dst&& dst, const basic_pitched_buffer<T, D>& src, stream_ref stream) {
+  curt::copy(std::forward<Dst>(dst), src.sub(detail::whole(src)), stream);
+}
+template <class T, int D, class U, int E>
+void copy(basic_pitched_buffer<T, D>& dst, const basic_pitched_buffer<U, E>& src,
           stream_ref stream) {
-  detail::copy_between(dst, src, stream.get());
+  curt::copy(dst.sub(detail::whole(dst)), src.sub(detail::whole(src)), stream);
 }
+template <class T, int D, class U>
+void copy(basic_pitched_buffer<T, D>& dst, pitched_region<U> src, stream_ref stream) {
+  curt::copy(dst.sub(detail::whole(dst)), src, stream);
+}
+template <class T, class U, int D>
+void copy(pitched_region<T> dst, const basic_pitched_buffer<U, D>& src, stream_ref stream) {
+  curt::copy(dst, src.sub(detail::whole(src)), stream);
+}  ///@}
+/// A temporary buffer is freed at the end of the statement, before the copy reads it.
+template <class Dst, class T, int D>
+void copy(Dst&&, basic_pitched_buffer<T, D>&&, stream_ref) = delete;
 
 /// Sets every byte of the buffer's rows (not the padding) to `byte` on `stream`.
 template <class T, int D>
