@@ -216,12 +216,16 @@ def graph_table(runs):
     return "\n".join(out)
 
 
+# Benchmarks with a table of their own (each entry carries its curt and raw figures).
+OWN_TABLES = ("paired/", "batch_copy/", "graph/", "multi_gpu/", "kernel/", "nvtx/")
+
+
 def side_by_side(runs):
     """Separate benchmarks named family/variant: one row per family, one column per variant."""
     families = {}
     for b in runs:
         name = b["run_name"]
-        if name.startswith(("paired/", "batch_copy/", "graph/", "multi_gpu/", "kernel/")):  # their own tables
+        if name.startswith(OWN_TABLES):
             continue
         family, _, variant = name.rpartition("/")
         if not family:
@@ -246,6 +250,19 @@ def side_by_side(runs):
             ratio = f"{to_us(variants['curt']) / to_us(variants['launch_kernel_ex']):.3f}"
         out.append(f"| {family} | {'; '.join(cells)} | {ratio} |")
     return "\n".join(["| benchmark | median per variant | curt / raw |", "|---|---|---:|"] + out)
+
+
+def nvtx_table(runs):
+    """nvtx_bench: per operation with no NVTX tool attached, the empty loop, raw NVTX and curt."""
+    rows = [b for b in runs if b["run_name"].startswith("nvtx/") and "curt_over_raw" in b]
+    if not rows:
+        return ""
+    out = ["| operation | empty loop ns | raw NVTX ns | curt ns | curt / raw | curt - empty ns |",
+           "|---|---:|---:|---:|---:|---:|"]
+    for b in sorted(rows, key=lambda b: b["run_name"]):
+        out.append(f"| `{b['run_name']}` | {b['empty_ns']:.2f} | {b['raw_ns']:.2f} | "
+                   f"{b['curt_ns']:.2f} | {b['curt_over_raw']:.3f} | {b['curt_minus_empty_ns']:.2f} |")
+    return "\n".join(out)
 
 
 def batch_table(runs):
@@ -603,7 +620,7 @@ def row_key(name):
     key = kernel_key(name)
     if key:
         return "kernel", key[0], key[2]
-    if name.startswith(("paired/", "batch_copy/", "graph/", "multi_gpu/", "kernel/")):
+    if name.startswith(OWN_TABLES):
         return name
     return name.rpartition("/")[0] or name
 
@@ -618,6 +635,8 @@ TABLES = [
     ("Multi-GPU: peer copies and NCCL all-reduce, curt and raw in one run (medians)",
      multi_gpu_table),
     ("Batched copies", batch_table),
+    ("NVTX with no tool attached: per operation, the three rotated in one run (medians)",
+     nvtx_table),
     ("Separate benchmarks (medians; GPU time for gpu_time/*)", side_by_side),
 ]
 
