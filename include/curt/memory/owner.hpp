@@ -136,10 +136,11 @@ struct memory_traits {
   }
 };
 
-/// An owner of memory: move-only, frees with Kind::free at the end, views of its elements.
-template <class T, class Kind>
-class memory_owner : public unique_handle<memory_span<T, Kind>, memory_traits<Kind>> {
-  using base = unique_handle<memory_span<T, Kind>, memory_traits<Kind>>;
+/// An owner of memory: move-only, frees with Kind::free at the end, views of its elements. An
+/// owner with State (a growable_buffer's mappings) has a memory_traits<Kind> of its own.
+template <class T, class Kind, class State = no_state>
+class memory_owner : public unique_handle<memory_span<T, Kind>, memory_traits<Kind>, State> {
+  using base = unique_handle<memory_span<T, Kind>, memory_traits<Kind>, State>;
 
  public:
   /// Views (see the file comment). For owners with begin()/end(), views with a range
