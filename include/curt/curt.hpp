@@ -27,4 +27,5 @@
 #include <curt/memory/pool.hpp>
 #include <curt/memory/pool_ipc.hpp>
 #include <curt/memory/unified.hpp>
+#include <curt/memory/virtual_memory.hpp>
 #include <curt/multi_gpu/peer.hpp>
