@@ -376,8 +376,9 @@ class physical_memory
     return prop;
   }
   void export_as(void* out, shareable_handle type) const {
+    const detail::u64 h = get();  // an owner that holds none says so before any lookup
     const int status = CURT_DETAIL_DRIVER_FUNCTION(cuMemExportToShareableHandle, 10020)(
-        out, get(), static_cast<int>(type), 0);
+        out, h, static_cast<int>(type), 0);
     CURT_DETAIL_VMM_CHECK(status, detail::fmt("cuMemExportToShareableHandle(%s, handle type %d)",
                                               location().describe().c_str(), int(type)),
                           [&]() -> std::string {
