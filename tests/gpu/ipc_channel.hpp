@@ -5,13 +5,23 @@
 
 #include <cuda_runtime_api.h>  // cudaMemPoolPtrExportData
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <stdexcept>
+#include <string>
+
+extern char** environ;
 
 namespace ipc_test {
 
@@ -31,6 +41,25 @@ struct reply {
   int access_read_write = 0;     // 1 when the imported pool gave the peer's device read-write
   int refused_allocation = 0;    // 1 when allocating from the imported pool was refused
   char message[512] = {};        // what went wrong, or the refusal's text
+};
+
+/// test_virtual_memory -> vmm_peer: one physical allocation of `bytes` (its descriptor rides
+/// along) holding n ints at its start; the peer writes out[i] = a * in[i] + b at `out_offset`.
+struct vmm_request {
+  unsigned long long bytes = 0;
+  unsigned long long out_offset = 0;
+  int n = 0;
+  int a = 0;
+  int b = 0;
+};
+
+/// vmm_peer -> test_virtual_memory.
+struct vmm_reply {
+  int ok = 0;                 // 1 when every step worked
+  long long sum_read = 0;     // sum of the n values the peer read
+  int access_read_write = 0;  // 1 when the peer's mapping gave its device read-write access
+  int no_context_woken = 0;   // 1 when import, map and set_access left device 0's primary inactive
+  char message[512] = {};     // what went wrong
 };
 
 /// Sends all of `data`, with `fd` attached when fd >= 0. False on failure.
@@ -89,5 +118,61 @@ inline bool receive_message(int socket, void* data, std::size_t size, int* fd = 
   }
   return true;
 }
+
+// The peer process: started at construction, waited for (and killed if still running) at the end.
+// Its members throw instead of using Catch2 assertions: an assertion in a member function makes
+// cudafe++ 13.0 hang in g++ 13 mode with Catch2 v3.
+class peer_process {
+ public:
+  explicit peer_process(const char* peer_path) {
+    int ends[2] = {-1, -1};
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
+      throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+    socket_ = ends[0];
+    // The child's end must survive exec; the parent's end must not leak into the child.
+    if (fcntl(ends[1], F_SETFD, 0) != 0) {
+      close(ends[1]);
+      throw std::runtime_error(std::string("fcntl(F_SETFD): ") + std::strerror(errno));
+    }
+    timeval timeout{120, 0};  // a hung peer fails the test instead of hanging it
+    (void)setsockopt(socket_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    std::string path = peer_path;
+    std::string fd_text = std::to_string(ends[1]);
+    char* argv[] = {path.data(), fd_text.data(), nullptr};
+    int status = posix_spawn(&pid_, path.c_str(), nullptr, nullptr, argv, environ);
+    close(ends[1]);
+    if (status != 0)
+      throw std::runtime_error("posix_spawn(" + path + "): " + std::strerror(status));
+  }
+  ~peer_process() {
+    if (socket_ >= 0) close(socket_);
+    if (pid_ > 0 && !waited_) {
+      kill(pid_, SIGKILL);
+      int status = 0;
+      (void)waitpid(pid_, &status, 0);
+    }
+  }
+  peer_process(const peer_process&) = delete;
+  peer_process& operator=(const peer_process&) = delete;
+
+  int socket() const { return socket_; }
+  /// The peer's exit code (128 + signal when killed).
+  int wait() {
+    int status = 0;
+    pid_t got = 0;
+    do {
+      got = waitpid(pid_, &status, 0);
+    } while (got < 0 && errno == EINTR);
+    waited_ = true;
+    if (got != pid_) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+ private:
+  int socket_ = -1;
+  pid_t pid_ = -1;
+  bool waited_ = false;
+};
+
 
 }  // namespace ipc_test

@@ -45,67 +45,9 @@
 
 extern char** environ;
 
-namespace {
-
-// The peer process: started at construction, waited for (and killed if still running) at the end.
-// Its members throw instead of using Catch2 assertions: an assertion in a member function makes
-// cudafe++ 13.0 hang in g++ 13 mode with Catch2 v3.
-class peer_process {
- public:
-  peer_process() {
-    int ends[2] = {-1, -1};
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
-      throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
-    socket_ = ends[0];
-    // The child's end must survive exec; the parent's end must not leak into the child.
-    if (fcntl(ends[1], F_SETFD, 0) != 0) {
-      close(ends[1]);
-      throw std::runtime_error(std::string("fcntl(F_SETFD): ") + std::strerror(errno));
-    }
-    timeval timeout{120, 0};  // a hung peer fails the test instead of hanging it
-    (void)setsockopt(socket_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    std::string path = CURT_IPC_PEER_PATH;
-    std::string fd_text = std::to_string(ends[1]);
-    char* argv[] = {path.data(), fd_text.data(), nullptr};
-    int status = posix_spawn(&pid_, path.c_str(), nullptr, nullptr, argv, environ);
-    close(ends[1]);
-    if (status != 0)
-      throw std::runtime_error("posix_spawn(" + path + "): " + std::strerror(status));
-  }
-  ~peer_process() {
-    if (socket_ >= 0) close(socket_);
-    if (pid_ > 0 && !waited_) {
-      kill(pid_, SIGKILL);
-      int status = 0;
-      (void)waitpid(pid_, &status, 0);
-    }
-  }
-  peer_process(const peer_process&) = delete;
-  peer_process& operator=(const peer_process&) = delete;
-
-  int socket() const { return socket_; }
-  /// The peer's exit code (128 + signal when killed).
-  int wait() {
-    int status = 0;
-    pid_t got = 0;
-    do {
-      got = waitpid(pid_, &status, 0);
-    } while (got < 0 && errno == EINTR);
-    waited_ = true;
-    if (got != pid_) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
- private:
-  int socket_ = -1;
-  pid_t pid_ = -1;
-  bool waited_ = false;
-};
-
-}  // namespace
 
 TEST_CASE("a pool and two allocations shared with another process", "[memory_pool][ipc][api-error]") {
-  peer_process peer;  // first: before this test makes any CUDA call of its own
+  ipc_test::peer_process peer(CURT_IPC_PEER_PATH);  // first: before this test makes any CUDA call of its own
 
   curt::device gpu(0);
   const int handle_types = gpu.attribute(cudaDevAttrMemoryPoolSupportedHandleTypes);
