@@ -1,6 +1,6 @@
 // curt/memory/virtual_memory.hpp: CUDA's virtual memory management (VMM): physical memory, address
-// ranges and mappings as owners, and growable_buffer<T>, which reserves a large range of addresses
-// once and maps more memory at its end as it grows: it never copies, and data() never moves.
+// ranges and mappings as owners, and growable_buffer<T>, which reserves addresses once and maps
+// more memory at their end as it grows: it never copies, and data() never moves.
 //
 //   curt::physical_memory memory(curt::memory_location::device(gpu), bytes);  // rounded up
 //   curt::address_range range(memory.size());
@@ -11,15 +11,14 @@
 //   v.resize(n); ... v.resize(8 * n);     // maps more at the end: data() and elements stay
 //   v.set_access({gpu, peer}, curt::memory_access::read_write);  // kept for later growth too
 //
-// Sharing: memory made with shareable_handle::posix_fd exports a posix_fd (export_posix_fd()),
-// which another process imports (physical_memory::import(fd, size)), maps and sets access to;
-// shareable_handle::fabric exports a fabric_handle (NVLink fabric, IMEX channels).
-// CUDA's rules: mappings' sizes, offsets and addresses are multiples of the granularity
-// (curt::granularity(location)); a mapping gives no device access until set_access(); a range
-// outlives its mappings; physical memory may go once mapped (the mapping keeps it).
-// Contexts: the VMM calls act on the process's address space and on devices by ordinal, so curt
-// makes no context current for them and wakes no primary context. Driver functions come through
-// entry points (the 10.2 ABI); no <cuda.h>: the few types below are laid out as it declares them.
+// Sharing: shareable_handle::posix_fd memory exports a posix_fd that another process imports
+// (physical_memory::import(fd, size)), maps and sets access to; ::fabric exports a fabric_handle
+// (NVLink fabric, IMEX channels). CUDA's rules: mappings' sizes, offsets and addresses are
+// multiples of curt::granularity(location); no device may access a mapping before set_access();
+// a range outlives its mappings; physical memory may go once mapped (the mapping keeps it).
+// The VMM calls act on the process's address space and on devices by ordinal: curt makes no
+// context current and wakes no primary context for them. Driver functions come through entry
+// points (the 10.2 ABI); no <cuda.h>: the few types below are laid out as it declares them.
 #pragma once
 
 #include <curt/core/context.hpp>
@@ -165,12 +164,6 @@ inline void require(const char* call, int ordinal, const vmm_feature& f) {
   const std::string why = unsupported(ordinal, f);
   if (!why.empty()) raise(cudaErrorNotSupported, call, why, __FILE__, __LINE__);
 }
-// A failed driver call: named with `call()`, explained by `why()`, both run on this path only.
-template <class Call, class Why>
-[[noreturn]] CURT_COLD void vmm_failed(int status, const Call& call, const Why& why,
-                                       const char* file, int line) {
-  throw_error(std::error_code(status, driver_category()), call(), file, line, why);
-}
 // What a failure at `where` says: an unsupported device names the attribute; 800 is IMEX's.
 CURT_COLD inline std::string vmm_reason(int status, memory_location where) {
   if (status == 800) return "no IMEX channel is open to this process (fabric handles need one)";
@@ -178,9 +171,18 @@ CURT_COLD inline std::string vmm_reason(int status, memory_location where) {
     return unsupported(where.id(), vmm_support);
   return {};
 }
-#define CURT_DETAIL_VMM_CHECK(status, call, why) \
-  if (CURT_UNLIKELY((status) != 0))              \
-  ::curt::detail::vmm_failed((status), [&] { return call; }, why, __FILE__, __LINE__)
+template <class Call, class Why>
+[[noreturn]] CURT_COLD void vmm_failed(int status, const Call& call, const Why& why,
+                                       const char* file, int line) {
+  throw_error(std::error_code(status, driver_category()), call(), file, line, why);
+}
+// Calls driver function `name` (10.2) with `args`; a failure throws, described by `call` and
+// explained by `why` (which may read `status`), both built on that path only.
+#define CURT_DETAIL_VMM_CALL(name, args, call, why)                     \
+  if (const int status = CURT_DETAIL_DRIVER_FUNCTION(name, 10020) args; \
+      CURT_UNLIKELY(status != 0))                                       \
+  ::curt::detail::vmm_failed(                                           \
+      status, [&] { return call; }, [&]() -> std::string { return why; }, __FILE__, __LINE__)
 
 inline driver_fn::mem_allocation_prop allocation_prop(memory_location where, shareable_handle h,
                                                       compression c) {
@@ -194,32 +196,28 @@ inline std::size_t prop_granularity(const driver_fn::mem_allocation_prop& prop,
                                     granularity_kind kind) {
   std::size_t value = 0;
   const auto where = memory_location::from_native(prop.location);
-  const int status = CURT_DETAIL_DRIVER_FUNCTION(cuMemGetAllocationGranularity, 10020)(
-      &value, &prop, static_cast<int>(kind));
-  CURT_DETAIL_VMM_CHECK(status, fmt("cuMemGetAllocationGranularity(%s)", where.describe().c_str()),
-                        [&] { return vmm_reason(status, where); });
+  CURT_DETAIL_VMM_CALL(cuMemGetAllocationGranularity, (&value, &prop, static_cast<int>(kind)),
+                       fmt("cuMemGetAllocationGranularity(%s)", where.describe().c_str()),
+                       vmm_reason(status, where));
   return value;
 }
 
 // cuMemSetAccess of `count` descriptions; of a list of devices, 32 at a time (no heap).
 inline void set_access(u64 address, std::size_t size, const driver_fn::mem_access_desc* desc,
                        std::size_t count) {
-  const int status = CURT_DETAIL_DRIVER_FUNCTION(cuMemSetAccess, 10020)(address, size, desc, count);
-  CURT_DETAIL_VMM_CHECK(status, fmt("cuMemSetAccess(%zu bytes, device %d first of %zu, access %d)",
-                                    size, desc->location.id, count, desc->flags),
-                        "every device given access must reach the memory's (can_access_peer)");
+  CURT_DETAIL_VMM_CALL(cuMemSetAccess, (address, size, desc, count),
+                       fmt("cuMemSetAccess(%zu bytes, device %d first of %zu, access %d)", size,
+                           desc->location.id, count, desc->flags),
+                       "every device given access must reach the memory's (can_access_peer)");
 }
 inline void set_access(u64 address, std::size_t size, std::initializer_list<curt::device> devices,
                        memory_access access) {
   driver_fn::mem_access_desc desc[32];
-  std::size_t n = 0, left = devices.size();
-  for (curt::device d : devices) {
-    desc[n++] = {memory_location::device(d).native(), static_cast<int>(access)};
-    --left;
-    if (n == 32 || left == 0) {
-      set_access(address, size, desc, n);
-      n = 0;
-    }
+  for (auto d = devices.begin(); d != devices.end();) {
+    std::size_t n = 0;
+    for (; n < 32 && d != devices.end(); ++d)
+      desc[n++] = {memory_location::device(*d).native(), static_cast<int>(access)};
+    set_access(address, size, desc, n);
   }
 }
 inline memory_access get_access(u64 address, curt::device d) {
@@ -245,13 +243,13 @@ class vmm_ref {
   void* handle_;
   std::size_t size_ = 0;
 };
-#define CURT_DETAIL_VMM_TRAITS(kind, owner, ...)                            \
-  struct kind {                                                             \
-    static constexpr const char* name = "curt::" #owner;                    \
-    template <class Ref, class State>                                       \
+#define CURT_DETAIL_VMM_TRAITS(kind, owner, ...)                                  \
+  struct kind {                                                                   \
+    static constexpr const char* name = "curt::" #owner;                          \
+    template <class Ref, class State>                                             \
     static void destroy(Ref& r, State&) { CURT_DETAIL_DRIVER_CALL(__VA_ARGS__); } \
-    template <class State>                                                  \
-    static void release(State&) noexcept {}                                 \
+    template <class State>                                                        \
+    static void release(State&) noexcept {}                                       \
   };
 CURT_DETAIL_VMM_TRAITS(physical_traits, physical_memory, cuMemRelease, 10020,
                        address_value(r.get()))
@@ -260,10 +258,19 @@ CURT_DETAIL_VMM_TRAITS(range_traits, address_range, cuMemAddressFree, 10020,
 CURT_DETAIL_VMM_TRAITS(mapping_traits, mapping, cuMemUnmap, 10020, address_value(r.get()),
                        r.size())
 #undef CURT_DETAIL_VMM_TRAITS
+
+// What address_range and mapping share: they own addresses, data() the first.
 template <class Traits>
-vmm_ref<Traits> empty_vmm_ref() noexcept {
-  return vmm_ref<Traits>(state_handle<void*>(handle_state::empty));
-}
+class address_owner : public unique_handle<vmm_ref<Traits>, Traits> {
+ public:
+  /// The first address; throws when the owner holds none.
+  void* data() const { return this->native("data()"); }
+  template <class T>
+  T* data() const { return static_cast<T*>(data()); }
+
+ protected:
+  address_owner() noexcept : unique_handle<vmm_ref<Traits>, Traits>(no_handle) {}
+};
 
 /// What physical memory keeps besides its handle and size.
 struct physical_info {
@@ -284,9 +291,6 @@ inline std::size_t granularity(memory_location where,
   return detail::prop_granularity(detail::allocation_prop(where, handle, c), kind);
 }
 
-template <class T>
-class growable_buffer;
-
 /// Physical memory (cuMemCreate), released when destroyed (cuMemRelease); mapped memory stays
 /// until its mappings go. Move-only. Its size is rounded up to the minimum granularity.
 class physical_memory
@@ -299,17 +303,17 @@ class physical_memory
   /// `bytes` (at least 1) at `where`: a device, host() or host_numa(node); shareable with other
   /// processes through `handle`; compressible where the device supports it (is_compressed()).
   physical_memory(memory_location where, std::size_t bytes,
-                  shareable_handle handle = shareable_handle::none, compression c = compression::none)
-      : base(detail::empty_vmm_ref<detail::physical_traits>()) {
+                  shareable_handle handle = shareable_handle::none,
+                  compression c = compression::none)
+      : base(no_handle) {
     const char* call = "curt::physical_memory";
     if (bytes == 0) detail::refuse(call, "size 0: physical memory holds at least one granule");
     detail::check_location(call, where, handle);
     if (where.is_device()) {  // what the request needs, asked first: the refusal names it
-      if (handle == shareable_handle::posix_fd) detail::require(call, where.id(),
-                                                                detail::posix_fd_support);
-      if (handle == shareable_handle::fabric) detail::require(call, where.id(),
-                                                              detail::fabric_support);
-      if (c == compression::generic) detail::require(call, where.id(), detail::compression_support);
+      const int id = where.id();
+      if (handle == shareable_handle::posix_fd) detail::require(call, id, detail::posix_fd_support);
+      if (handle == shareable_handle::fabric) detail::require(call, id, detail::fabric_support);
+      if (c == compression::generic) detail::require(call, id, detail::compression_support);
     }
     const auto prop = detail::allocation_prop(where, handle, c);
     create(prop, bytes, detail::prop_granularity(prop, granularity_kind::minimum));
@@ -358,12 +362,11 @@ class physical_memory
     const std::size_t size = detail::round_up("curt::physical_memory", bytes, granularity);
     const auto where = memory_location::from_native(prop.location);
     detail::u64 h = 0;
-    const int status = CURT_DETAIL_DRIVER_FUNCTION(cuMemCreate, 10020)(&h, size, &prop, 0);
-    CURT_DETAIL_VMM_CHECK(status,
-                          detail::fmt("cuMemCreate(%s, %zu bytes, handle type %d, compression %d)",
-                                      where.describe().c_str(), size, prop.requested_handle_types,
-                                      prop.compression_type),
-                          [&] { return detail::vmm_reason(status, where); });
+    CURT_DETAIL_VMM_CALL(cuMemCreate, (&h, size, &prop, 0),
+                         detail::fmt("cuMemCreate(%s, %zu bytes, handle type %d, compression %d)",
+                                     where.describe().c_str(), size, prop.requested_handle_types,
+                                     prop.compression_type),
+                         detail::vmm_reason(status, where));
     handle_ = detail::address_pointer(h);
     size_ = size;
     state_ = {granularity, where, shareable_handle(prop.requested_handle_types), false};
@@ -377,31 +380,24 @@ class physical_memory
   }
   void export_as(void* out, shareable_handle type) const {
     const detail::u64 h = get();  // an owner that holds none says so before any lookup
-    const int status = CURT_DETAIL_DRIVER_FUNCTION(cuMemExportToShareableHandle, 10020)(
-        out, h, static_cast<int>(type), 0);
-    CURT_DETAIL_VMM_CHECK(status, detail::fmt("cuMemExportToShareableHandle(%s, handle type %d)",
-                                              location().describe().c_str(), int(type)),
-                          [&]() -> std::string {
-                            if (handle_type() != type)
-                              return "it was not made with that shareable_handle";
-                            return detail::vmm_reason(status, location());
-                          });
+    CURT_DETAIL_VMM_CALL(cuMemExportToShareableHandle, (out, h, static_cast<int>(type), 0),
+                         detail::fmt("cuMemExportToShareableHandle(%s, handle type %d)",
+                                     location().describe().c_str(), int(type)),
+                         handle_type() != type ? "it was not made with that shareable_handle"
+                                               : detail::vmm_reason(status, location()));
   }
   static physical_memory imported(void* shared, shareable_handle type, std::size_t bytes) {
     const char* call = "curt::physical_memory::import";
     if (bytes == 0) detail::refuse(call, "size 0: give the exporter's size()");
     detail::u64 h = 0;
-    const int status = CURT_DETAIL_DRIVER_FUNCTION(cuMemImportFromShareableHandle, 10020)(
-        &h, shared, static_cast<int>(type));
-    CURT_DETAIL_VMM_CHECK(status, detail::fmt("cuMemImportFromShareableHandle(handle type %d)",
-                                              int(type)),
-                          [&] { return detail::vmm_reason(status, memory_location()); });
+    CURT_DETAIL_VMM_CALL(cuMemImportFromShareableHandle, (&h, shared, static_cast<int>(type)),
+                         detail::fmt("cuMemImportFromShareableHandle(handle type %d)", int(type)),
+                         detail::vmm_reason(status, memory_location()));
     physical_memory memory(no_handle);
     memory.handle_ = detail::address_pointer(h);  // owned from here: released if a query throws
     const auto prop = memory.read_properties();
-    memory.state_.granularity = detail::prop_granularity(prop, granularity_kind::minimum);
-    memory.state_.location = memory_location::from_native(prop.location);
-    memory.state_.handle_type = type;
+    memory.state_ = {detail::prop_granularity(prop, granularity_kind::minimum),
+                     memory_location::from_native(prop.location), type, prop.compression_type != 0};
     detail::check_multiple(call, "size", bytes, memory.state_.granularity);
     memory.size_ = bytes;
     return memory;
@@ -410,57 +406,39 @@ class physical_memory
 
 /// A reserved range of virtual addresses (cuMemAddressReserve), freed when destroyed
 /// (cuMemAddressFree), after its mappings. Move-only.
-class address_range : public detail::unique_handle<detail::vmm_ref<detail::range_traits>,
-                                                   detail::range_traits> {
-  using base = detail::unique_handle<detail::vmm_ref<detail::range_traits>, detail::range_traits>;
-
+class address_range : public detail::address_owner<detail::range_traits> {
  public:
   /// `bytes` of addresses (a multiple of the host page size; of the granularity, to be mapped),
   /// aligned to `alignment` (a power of two; 0: CUDA's default), at `hint` if free (a hint only).
-  explicit address_range(std::size_t bytes, std::size_t alignment = 0, const void* hint = nullptr)
-      : base(detail::empty_vmm_ref<detail::range_traits>()) {
+  explicit address_range(std::size_t bytes, std::size_t alignment = 0, const void* hint = nullptr) {
     detail::check_range(bytes, alignment, hint);
     detail::u64 at = 0;
-    const int status = CURT_DETAIL_DRIVER_FUNCTION(cuMemAddressReserve, 10020)(
-        &at, bytes, alignment, detail::address_value(hint), 0);
-    CURT_DETAIL_VMM_CHECK(status, detail::fmt("cuMemAddressReserve(%zu bytes, alignment %zu)",
-                                              bytes, alignment), "");
+    const detail::u64 hint_at = detail::address_value(hint);
+    CURT_DETAIL_VMM_CALL(
+        cuMemAddressReserve, (&at, bytes, alignment, hint_at, 0),
+        detail::fmt("cuMemAddressReserve(%zu bytes, alignment %zu)", bytes, alignment), "");
     handle_ = detail::address_pointer(at);
     size_ = bytes;
   }
-  explicit address_range(no_handle_t) noexcept : base(no_handle) {}
-
-  /// The first address; throws when the owner holds none.
-  void* data() const { return native("data()"); }
-  template <class T>
-  T* data() const { return static_cast<T*>(native("data()")); }
+  explicit address_range(no_handle_t) noexcept {}
 };
 
 /// Physical memory mapped into an address range (cuMemMap), unmapped when destroyed (cuMemUnmap).
 /// No device may access it until set_access(). Move-only; the range must outlive it.
-class mapping : public detail::unique_handle<detail::vmm_ref<detail::mapping_traits>,
-                                             detail::mapping_traits> {
-  using base = detail::unique_handle<detail::vmm_ref<detail::mapping_traits>,
-                                     detail::mapping_traits>;
-
+class mapping : public detail::address_owner<detail::mapping_traits> {
  public:
   /// `bytes` of `memory` from `memory_offset` (bytes 0: the rest of it) at `offset` in `range`;
   /// all multiples of memory.granularity(). (CUDA 13.0's header: memory_offset "must be zero".)
   mapping(const address_range& range, std::size_t offset, const physical_memory& memory,
-          std::size_t bytes = 0, std::size_t memory_offset = 0)
-      : base(detail::empty_vmm_ref<detail::mapping_traits>()) {
+          std::size_t bytes = 0, std::size_t memory_offset = 0) {
     const detail::u64 at = detail::address_value(range.get()) + offset;
     if (bytes == 0 && memory_offset < memory.size()) bytes = memory.size() - memory_offset;
     detail::check_mapping(range.size(), offset, memory.size(), memory_offset, bytes,
                           memory.granularity());
     map(at, bytes, memory_offset, memory.get());
   }
-  explicit mapping(no_handle_t) noexcept : base(no_handle) {}
+  explicit mapping(no_handle_t) noexcept {}
 
-  /// The first mapped address; throws when the owner holds none.
-  void* data() const { return native("data()"); }
-  template <class T>
-  T* data() const { return static_cast<T*>(native("data()")); }
   /// Gives devices this access to the whole mapping (none before the first call).
   void set_access(curt::device d, memory_access access) const { set_access({d}, access); }
   void set_access(std::initializer_list<curt::device> devices, memory_access access) const {
@@ -473,11 +451,10 @@ class mapping : public detail::unique_handle<detail::vmm_ref<detail::mapping_tra
  private:
   template <class T>
   friend class growable_buffer;
-  mapping() noexcept : base(detail::empty_vmm_ref<detail::mapping_traits>()) {}
   void map(detail::u64 at, std::size_t bytes, std::size_t memory_offset, detail::u64 h) {
-    const int status = CURT_DETAIL_DRIVER_FUNCTION(cuMemMap, 10020)(at, bytes, memory_offset, h, 0);
-    CURT_DETAIL_VMM_CHECK(status, detail::fmt("cuMemMap(%zu bytes, memory offset %zu)", bytes,
-                                              memory_offset), "");
+    CURT_DETAIL_VMM_CALL(
+        cuMemMap, (at, bytes, memory_offset, h, 0),
+        detail::fmt("cuMemMap(%zu bytes, memory offset %zu)", bytes, memory_offset), "");
     handle_ = detail::address_pointer(at);
     size_ = bytes;
   }
@@ -496,6 +473,11 @@ struct growable_state {
   std::size_t granularity = 0;  // the minimum granularity of its device's memory
   entries<std::size_t> chunks;  // the mappings' sizes, back to back from data()
   entries<driver_fn::mem_access_desc> access;  // given to every chunk as it is mapped
+  std::size_t find(int ordinal) const {  // the access entry of a device; access.size() if none
+    std::size_t i = 0;
+    while (i < access.size() && access[i].location.id != ordinal) ++i;
+    return i;
+  }
 };
 template <>
 struct memory_traits<growable_kind> {
@@ -512,12 +494,11 @@ struct memory_traits<growable_kind> {
 };
 }  // namespace detail
 
-/// Elements of T in device memory that grow in place: the buffer reserves addresses once and
-/// maps more physical memory at their end as it grows, so resize() and reserve() never copy,
-/// data() never changes and pointers into it stay valid. Elements are not initialized.
-/// shrink_to_fit() releases the mappings wholly past size(). Views, curt::copy and kernel
-/// arguments as for the other buffers. Shrinking what queued work still uses is the caller's
-/// mistake, as freeing it would be.
+/// Elements of T in device memory that grow in place: it reserves addresses once and maps more
+/// physical memory at their end, so resize() and reserve() never copy, and data() and pointers
+/// into it stay valid. Elements are not initialized. shrink_to_fit() releases the mappings
+/// wholly past size(). Views, curt::copy and kernel arguments as for the other buffers.
+/// Shrinking what queued work still uses is the caller's mistake, as freeing it would be.
 template <class T>
 class growable_buffer
     : public detail::memory_owner<T, detail::growable_kind, detail::growable_state> {
@@ -583,11 +564,9 @@ class growable_buffer
     s.access.reserve(s.access.size() + devices.size());  // nothing fails after the driver call
     if (s.mapped != 0) detail::set_access(p, s.mapped, devices, access);
     for (curt::device d : devices) {
-      detail::driver_fn::mem_access_desc* entry = nullptr;
-      for (auto& e : s.access)
-        if (e.location.id == d.ordinal()) entry = &e;
-      if (entry == nullptr) entry = &s.access.push_back({memory_location::device(d).native(), 0});
-      entry->flags = static_cast<int>(access);
+      const std::size_t i = s.find(d.ordinal());
+      if (i == s.access.size()) s.access.push_back({memory_location::device(d).native(), 0});
+      s.access[i].flags = static_cast<int>(access);
     }
   }
   /// The access of device d: the driver's for the latest mapping, else what it will be given.
@@ -595,9 +574,8 @@ class growable_buffer
     const detail::u64 p = detail::address_value(this->native("access()"));
     const detail::growable_state& s = this->state_;
     if (s.mapped != 0) return detail::get_access(p + s.mapped - s.chunks[s.chunks.size() - 1], d);
-    for (const auto& e : s.access)
-      if (e.location.id == d.ordinal()) return static_cast<memory_access>(e.flags);
-    return memory_access::none;
+    const std::size_t i = s.find(d.ordinal());
+    return i < s.access.size() ? memory_access(s.access[i].flags) : memory_access::none;
   }
 
   /// Not offered: the buffer holds a range and several mappings, not one handle.
@@ -621,7 +599,7 @@ class growable_buffer
     memory.create(detail::allocation_prop(memory_location::device(this->place_),
                                           shareable_handle::none, compression::none),
                   grow, s.granularity);
-    mapping chunk;
+    mapping chunk(no_handle);
     chunk.map(p + s.mapped, grow, 0, memory.get());
     detail::set_access(p + s.mapped, grow, s.access.data(), s.access.size());
     (void)chunk.release();  // the buffer unmaps it; the memory goes with the mapping
@@ -632,4 +610,4 @@ class growable_buffer
 
 }  // namespace curt
 
-#undef CURT_DETAIL_VMM_CHECK
+#undef CURT_DETAIL_VMM_CALL
