@@ -29,6 +29,8 @@ GOALS = [
     (r"^paired/(pool|current)", 1.05, "pool allocate + free within 5 % (memory)"),
     (r"^paired/graph/launch", 1.02, "graph launch within 2 % (graphs)"),
     (r"^paired/graph/build", 1.05, "graph build + instantiate within 5 % (graphs)"),
+    (r"^paired/vmm_grow", 1.05, "growth to 8 GiB within 5 % of a raw VMM loop (VMM)"),
+    (r"^paired/vmm_map", 1.03, "map + set_access within 3 % (VMM)"),
 ]
 
 # Speed-ups the issues set, where higher is better: (pattern, lowest speed-up, what).

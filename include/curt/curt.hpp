@@ -34,5 +34,6 @@
 #include <curt/memory/pool_ipc.hpp>
 #include <curt/memory/texture.hpp>
 #include <curt/memory/unified.hpp>
+#include <curt/memory/virtual_memory.hpp>
 #include <curt/multi_gpu/peer.hpp>
 #include <curt/profiling/profiler.hpp>

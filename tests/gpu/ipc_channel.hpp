@@ -74,6 +74,25 @@ struct legacy_reply {
   char freed_message[512] = {};
 };
 
+/// test_virtual_memory -> vmm_peer: one physical allocation of `bytes` (its descriptor rides
+/// along) holding n ints at its start; the peer writes out[i] = a * in[i] + b at `out_offset`.
+struct vmm_request {
+  unsigned long long bytes = 0;
+  unsigned long long out_offset = 0;
+  int n = 0;
+  int a = 0;
+  int b = 0;
+};
+
+/// vmm_peer -> test_virtual_memory.
+struct vmm_reply {
+  int ok = 0;                 // 1 when every step worked
+  long long sum_read = 0;     // sum of the n values the peer read
+  int access_read_write = 0;  // 1 when the peer's mapping gave its device read-write access
+  int no_context_woken = 0;   // 1 when import, map and set_access left device 0's primary inactive
+  char message[512] = {};     // what went wrong
+};
+
 /// Sends all of `data`, with `fd` attached when fd >= 0. False on failure.
 inline bool send_message(int socket, const void* data, std::size_t size, int fd = -1) {
   iovec part{const_cast<void*>(data), size};

@@ -1,0 +1,1 @@
+#include <curt/memory/virtual_memory.hpp>  // a kept public path
