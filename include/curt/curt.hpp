@@ -27,6 +27,7 @@
 #include <curt/memory/batch_copy.hpp>
 #include <curt/memory/buffer.hpp>
 #include <curt/memory/copy.hpp>
+#include <curt/memory/growable.hpp>
 #include <curt/memory/ipc.hpp>
 #include <curt/memory/location.hpp>
 #include <curt/memory/pitched.hpp>

@@ -1,1 +1,1 @@
-#include <curt/memory/virtual_memory.hpp>  // a kept public path
+#include <curt/memory/growable.hpp>  // a kept public path (with memory/virtual_memory.hpp)
