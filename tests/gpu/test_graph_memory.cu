@@ -43,8 +43,11 @@ std::string describe(const curt::graph_memory_info& m) {
 
 }  // namespace
 
+// initcheck does not follow a kernel's writes into a graph allocation that outlives its graph
+// (docs/design.md, "What compute-sanitizer cannot see"; 732,626 reports on an H100, results
+// checked right), hence [no-initcheck]; memcheck, racecheck and synccheck run it.
 TEST_CASE("an allocation node's memory is used while it lives, reserved until trimmed, and the "
-          "high watermarks reset", "[graph_memory]") {
+          "high watermarks reset", "[graph_memory][no-initcheck]") {
   const curt::device d(0);
   curt::stream s(d);
   const std::size_t n = random_count();

@@ -9,6 +9,7 @@
 #include <curt/core/context.hpp>
 #include <curt/core/deferred.hpp>
 #include <curt/core/device.hpp>
+#include <curt/core/flags.hpp>
 #include <curt/core/handle.hpp>
 
 #include <cuda_runtime_api.h>
@@ -27,12 +28,8 @@ enum class event_flags : unsigned {
   blocking_sync = 1u << 1,  ///< synchronize() blocks the thread instead of spinning
   interprocess = 1u << 2,   ///< can be shared with other processes (needs timing off)
 };
-constexpr event_flags operator|(event_flags a, event_flags b) noexcept {
-  return static_cast<event_flags>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
-}
-constexpr bool has_flag(event_flags set, event_flags flag) noexcept {
-  return (static_cast<unsigned>(set) & static_cast<unsigned>(flag)) != 0;
-}
+template <>
+struct flag_set<event_flags> : std::true_type {};
 
 /// Milliseconds as the runtime measures them (about half a microsecond resolution).
 using event_duration = std::chrono::duration<float, std::milli>;

@@ -5,10 +5,11 @@
 // (detail::split_request_refusal, exact_split_shortfall, partition_refusal), tested without a GPU.
 #pragma once
 
-#include <curt/core/entries.hpp>
 #include <curt/core/device.hpp>
 #include <curt/core/driver.hpp>
+#include <curt/core/entries.hpp>
 #include <curt/core/error.hpp>
+#include <curt/core/flags.hpp>
 #include <curt/execution/launch.hpp>  // detail::driver_fn::dev_resource
 
 #include <cuda_runtime_api.h>
@@ -47,12 +48,8 @@ enum class sm_split_flags : unsigned {
   ignore_coscheduling = 1,
   max_cluster_size = 2,  ///< ..._MAX_POTENTIAL_CLUSTER_SIZE: the largest clusters (9.0+)
 };
-constexpr sm_split_flags operator|(sm_split_flags a, sm_split_flags b) noexcept {
-  return static_cast<sm_split_flags>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
-}
-constexpr bool has_flag(sm_split_flags set, sm_split_flags flag) noexcept {
-  return (static_cast<unsigned>(set) & static_cast<unsigned>(flag)) != 0;
-}
+template <>
+struct flag_set<sm_split_flags> : std::true_type {};
 
 class sm_split;
 class green_context;

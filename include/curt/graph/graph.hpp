@@ -13,6 +13,7 @@
 #pragma once
 
 #include <curt/core/entries.hpp>
+#include <curt/core/flags.hpp>
 #include <curt/execution/stream.hpp>
 #include <curt/graph/node_kinds.hpp>
 
@@ -36,13 +37,8 @@ enum class instantiate_flags : unsigned long long {
   device_launch = cudaGraphInstantiateFlagDeviceLaunch,  ///< launchable from kernels too
   use_node_priority = cudaGraphInstantiateFlagUseNodePriority,  ///< kernel nodes' own priorities
 };
-constexpr instantiate_flags operator|(instantiate_flags a, instantiate_flags b) noexcept {
-  return static_cast<instantiate_flags>(static_cast<unsigned long long>(a) |
-                                        static_cast<unsigned long long>(b));
-}
-constexpr bool has_flag(instantiate_flags set, instantiate_flags flag) noexcept {
-  return (static_cast<unsigned long long>(set) & static_cast<unsigned long long>(flag)) != 0;
-}
+template <>
+struct flag_set<instantiate_flags> : std::true_type {};
 /// What graph_ref::debug_dot_print writes beyond topology, node types and kernel names.
 enum class dot_flags : unsigned {
   none = 0,
@@ -56,9 +52,8 @@ enum class dot_flags : unsigned {
   handles = cudaGraphDebugDotFlagsHandles,
   conditional_node_params = cudaGraphDebugDotFlagsConditionalNodeParams,
 };
-constexpr dot_flags operator|(dot_flags a, dot_flags b) noexcept {
-  return static_cast<dot_flags>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
-}
+template <>
+struct flag_set<dot_flags> : std::true_type {};
 /// An edge: `to` depends on `from`; `data` says how (all zero: full completion).
 struct graph_edge {
   cudaGraphNode_t from = nullptr;  ///< the node depended on
@@ -81,7 +76,6 @@ struct graph_update_result {
 class graph;
 class graph_exec;
 namespace detail {
-
 // "auto_free_on_launch | device_launch", "none"; unknown bits in hexadecimal.
 CURT_COLD inline std::string describe_instantiate_flags(unsigned long long flags) {
   static constexpr const char* names[] = {"auto_free_on_launch", "upload", "device_launch",
@@ -545,7 +539,6 @@ CURT_COLD inline std::string explain_instantiation(const cudaGraphInstantiatePar
                 kinds_with(&node_kind::in_body).c_str());
   return text + describe_single_exec(held);
 }
-
 }  // namespace detail
 
 inline graph graph_ref::clone() const {

@@ -14,6 +14,7 @@
 
 #include <curt/core/context.hpp>
 #include <curt/core/error.hpp>
+#include <curt/core/flags.hpp>
 #include <curt/core/handle.hpp>
 #include <curt/memory/buffer.hpp>
 #include <curt/memory/pitched.hpp>
@@ -33,12 +34,8 @@ enum class array_flags : unsigned {
   surface_load_store = cudaArraySurfaceLoadStore,  ///< surface_object may read and write it
   texture_gather = cudaArrayTextureGather,         ///< 2D only: textures may gather (tex2Dgather)
 };
-constexpr array_flags operator|(array_flags a, array_flags b) noexcept {
-  return static_cast<array_flags>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
-}
-constexpr bool has_flag(array_flags set, array_flags flag) noexcept {
-  return (static_cast<unsigned>(set) & static_cast<unsigned>(flag)) != 0;
-}
+template <>
+struct flag_set<array_flags> : std::true_type {};
 
 namespace detail {
 

@@ -15,6 +15,7 @@
 #include <curt/core/context.hpp>
 #include <curt/core/device.hpp>
 #include <curt/core/error.hpp>
+#include <curt/core/flags.hpp>
 #include <curt/execution/stream.hpp>
 #include <curt/memory/owner.hpp>
 #include <curt/memory/range.hpp>
@@ -33,6 +34,8 @@ enum class pinned_flags : unsigned {
   mapped = cudaHostAllocMapped,                 ///< kernels may address it (device_pointer())
   write_combined = cudaHostAllocWriteCombined,  ///< fast host writes, PCIe reads; slow host reads
 };
+template <>
+struct flag_set<pinned_flags> : std::true_type {};
 /// How cudaHostRegister pins existing memory; combine with |.
 enum class register_flags : unsigned {
   none = cudaHostRegisterDefault,
@@ -41,6 +44,8 @@ enum class register_flags : unsigned {
   io_memory = cudaHostRegisterIoMemory,  ///< the range is memory-mapped I/O (a PCI BAR)
   read_only = cudaHostRegisterReadOnly,  ///< the device only reads it (needs the device attribute)
 };
+template <>
+struct flag_set<register_flags> : std::true_type {};
 /// Which streams may use managed memory (cudaMallocManaged: global or host; attach(): single too).
 enum class attach_flags : unsigned {
   global = cudaMemAttachGlobal,  ///< any stream on any device
@@ -48,18 +53,6 @@ enum class attach_flags : unsigned {
   single = cudaMemAttachSingle,  ///< only the stream it is attached to (attach() only)
 };
 
-constexpr pinned_flags operator|(pinned_flags a, pinned_flags b) noexcept {
-  return static_cast<pinned_flags>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
-}
-constexpr register_flags operator|(register_flags a, register_flags b) noexcept {
-  return static_cast<register_flags>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
-}
-constexpr bool has_flag(pinned_flags set, pinned_flags flag) noexcept {
-  return (static_cast<unsigned>(set) & static_cast<unsigned>(flag)) != 0;
-}
-constexpr bool has_flag(register_flags set, register_flags flag) noexcept {
-  return (static_cast<unsigned>(set) & static_cast<unsigned>(flag)) != 0;
-}
 
 namespace detail {
 
