@@ -95,6 +95,8 @@ class Run:
     def cuda(self):
         driver = self.context.get("curt_cuda_driver", "?")
         runtime = self.context.get("curt_cuda_runtime", "?")
+        if driver == runtime == "?":
+            return "no CUDA call"  # a host-only benchmark (nvtx_bench)
         return f"CUDA {driver}" if driver == runtime else f"CUDA driver {driver}, runtime {runtime}"
 
     def when(self):
