@@ -105,6 +105,14 @@ TEST_CASE("granularity: powers of two, sizes rounded up, errors with the device'
                            std::to_string(3 * minimum) + " pass the end";
   curt_test::require_cuda_error([&] { curt::mapping m(range, 3 * minimum, memory); },
                                 cudaErrorInvalidValue, {past.c_str()});
+  // Memory that holds nothing (granularity 0) is named before any size check divides by it: a
+  // SIGFPE before the fix (lab review, shown with a faked driver).
+  curt::physical_memory moved = std::move(memory);
+  curt_test::require_cuda_error([&] { curt::mapping m(range, 0, memory, minimum); },
+                                cudaErrorInvalidResourceHandle,
+                                {"curt::physical_memory::get()", "moved-from"});
+  curt_test::require_cuda_error([&] { curt::mapping m(range, 0, memory); },
+                                cudaErrorInvalidResourceHandle, {"moved-from"});
 }
 
 TEST_CASE("a mapping round trip keeps the data; two mappings of one allocation alias", "[vmm]") {

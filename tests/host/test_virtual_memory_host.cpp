@@ -108,6 +108,10 @@ TEST_CASE("granularity errors name the numbers", "[vmm]") {
       {"2097152 bytes at offset 4194304 pass the end of the 4194304-byte address range"});
   require_cuda_error([] { curt::detail::check_mapping(4 << 20, 0, 4 << 20, 0, 0, 2 << 20); },
                      cudaErrorInvalidValue, {"size 0: nothing to map"});
+  // The rest of the memory from an offset at or past its end: the offset is named.
+  require_cuda_error([] { curt::detail::check_mapping(8 << 20, 0, 4 << 20, 4 << 20, 0, 2 << 20); },
+                     cudaErrorInvalidValue,
+                     {"memory offset 4194304 is not inside the 4194304 bytes of physical memory"});
   // What fits passes.
   curt::detail::check_mapping(8 << 20, 2 << 20, 4 << 20, 0, 4 << 20, 2 << 20);
   curt::detail::check_mapping(4 << 20, 0, 4 << 20, 0, 4 << 20, 2 << 20);

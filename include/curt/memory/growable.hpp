@@ -133,7 +133,6 @@ class growable_buffer
     }
   }
   /// The access of device d: the driver's for the latest mapping, else what it will be given.
-  /// The access device d has now (memory_access::none before set_access()).
   memory_access access(curt::device d) const {
     const detail::u64 p = detail::address_value(this->native("access()"));
     const detail::growable_state& s = this->state_;

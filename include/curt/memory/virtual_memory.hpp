@@ -114,6 +114,9 @@ inline void check_range(std::size_t bytes, std::size_t alignment, const void* hi
 inline void check_mapping(std::size_t range_size, std::size_t offset, std::size_t memory_size,
                           std::size_t memory_offset, std::size_t bytes, std::size_t granularity) {
   const char* call = "curt::mapping";
+  if (bytes == 0 && memory_offset >= memory_size)
+    refuse(call, fmt("memory offset %zu is not inside the %zu bytes of physical memory",
+                     memory_offset, memory_size));
   if (bytes == 0) refuse(call, "size 0: nothing to map");
   check_multiple(call, "offset", offset, granularity);
   check_multiple(call, "size", bytes, granularity);
@@ -429,10 +432,11 @@ class mapping : public detail::address_owner<detail::mapping_traits> {
   mapping(const address_range& range, std::size_t offset, const physical_memory& memory,
           std::size_t bytes = 0, std::size_t memory_offset = 0) {
     const detail::u64 at = detail::address_value(range.get()) + offset;
+    const detail::u64 handle = memory.get();  // one that holds none says so (granularity 0)
     if (bytes == 0 && memory_offset < memory.size()) bytes = memory.size() - memory_offset;
     detail::check_mapping(range.size(), offset, memory.size(), memory_offset, bytes,
                           memory.granularity());
-    map(at, bytes, memory_offset, memory.get());
+    map(at, bytes, memory_offset, handle);
   }
   explicit mapping(no_handle_t) noexcept {}  ///< Holds none.
 
