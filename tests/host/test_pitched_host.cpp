@@ -155,6 +155,28 @@ TEST_CASE("a region outside its buffer is refused before CUDA, naming the number
                                 cudaErrorInvalidValue, {"height: y 3 + height 2 > 4"});
 }
 
+// A region's box is a public member: one edited after sub() is checked again at the copy, and
+// two overlapping boxes of one buffer (which cudaMemcpy3DAsync leaves undefined) are refused.
+TEST_CASE("a region edited after sub() is checked again; overlapping regions of one buffer are "
+          "refused") {
+  std::vector<float> storage(8 * 8, 1.0f);
+  const curt::pitched_view<float, 3> memory(storage.data(), 8 * sizeof(float), 8, 8, 1);
+  curt::stream_ref s = curt::stream_ref::legacy_default();
+  curt::pitched_region<float> a{memory, {0, 0, 0, 4, 4, 1}}, b{memory, {2, 2, 0, 4, 4, 1}};
+  curt_test::require_cuda_error([&] { curt::copy(a, b, s); }, cudaErrorInvalidValue,
+                                {"curt::copy(pitched destination, pitched source)",
+                                 "the regions overlap in one buffer"});
+  a.box.x = 6;  // 6 + 4 > 8
+  curt_test::require_cuda_error([&] { curt::copy(a, b, s); }, cudaErrorInvalidValue,
+                                {"x 6 + width 4 > 8"});
+  curt::device d = unused_device();
+  image flat(d, 16, 0), narrow(d, 8, 0);
+  curt::pitched_region<float> tile = flat.sub({0, 0, 8, 0});
+  tile.box.x = 12;  // was checked at sub(); a copy of no rows would have called nothing
+  curt_test::require_cuda_error([&] { curt::copy(tile, narrow.sub({0, 0, 8, 0}), s); },
+                                cudaErrorInvalidValue, {"x 12 + width 8 > 16"});
+}
+
 TEST_CASE("region copies whose sides differ are refused before CUDA") {
   curt::device d = unused_device();
   curt::stream_ref s = curt::stream_ref::legacy_default();

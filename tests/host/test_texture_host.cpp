@@ -234,6 +234,14 @@ TEST_CASE("textures over linear and pitched memory: no elements, no filtering, s
   curt_test::require_cuda_error(
       [&] { curt::texture_object t(none, curt::texture_description().normalized_coordinates()); },
       cudaErrorInvalidValue, {"reads elements by index"});
+  // CUDA ignores address modes over linear memory (out of range reads 0): border is refused too.
+  curt_test::require_cuda_error(
+      [&] {
+        curt::texture_object t(none, curt::texture_description()
+                                         .address(curt::address_mode::border)
+                                         .border_color(5.0f));
+      },
+      cudaErrorInvalidValue, {"address modes (out of range reads 0)"});
   curt::pitched_buffer<float> flat(d, 16, 0);
   curt_test::require_cuda_error(
       [&] { curt::texture_object t(flat); }, cudaErrorInvalidValue,

@@ -271,6 +271,8 @@ void copy(cuda_array<T>& dst, const Range& src, stream_ref stream) {
 template <class Range, class T>
 void copy(Range&& dst, const cuda_array<T>& src, stream_ref stream) {
   detail::check_kept_range<Range>(dst, "curt::copy(dst, array, stream): the destination");
+  static_assert(!std::is_const_v<detail::element_of_t<Range>>,
+                "curt::copy: the destination's elements are const");
   if constexpr (detail::dense_range<Range>())
     detail::copy_array(detail::side_of(src, dst.data(), dst.size()), detail::side_of(src),
                        stream.get());

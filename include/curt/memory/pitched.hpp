@@ -315,6 +315,15 @@ void copy_boxes(const pitched_region<T>& dst, const pitched_region<U>& src, cuda
     return {const_cast<T*>(m.data()), m.pitch(), m.width() * sizeof(T), m.height()};
   };
   const region &d = dst.box, &s = src.box;
+  check_region<T, 3>(d, {dst.memory.width(), dst.memory.height(), dst.memory.depth()});
+  check_region<T, 3>(s, {src.memory.width(), src.memory.height(), src.memory.depth()});
+  if (CURT_UNLIKELY(static_cast<const void*>(dst.memory.data()) == src.memory.data() &&
+                    d.x < s.x + s.width && s.x < d.x + d.width && d.y < s.y + s.height &&
+                    s.y < d.y + d.height && d.z < s.z + s.depth && s.z < d.z + d.depth))
+    raise(cudaErrorInvalidValue, "curt::copy(pitched destination, pitched source)",
+          fmt("the regions overlap in one buffer (%s and %s), which cudaMemcpy3DAsync leaves "
+              "undefined", region_text(d, false).c_str(), region_text(s, false).c_str()),
+          __FILE__, __LINE__);
   copy_3d(native(dst.memory), native(src.memory), {d.width * sizeof(T), d.height, d.depth},
           stream, {d.x * sizeof(T), d.y, d.z}, {s.x * sizeof(T), s.y, s.z});
 }

@@ -160,9 +160,9 @@ class basic_object : public unique_handle<object_ref<Kind>, object_traits<Kind>>
 };
 
 // Refuses what CUDA would change or ignore: wrap or mirror with coordinates in elements (CUDA
-// clamps), filtering or normalized coordinates over linear memory (ignored), linear filtering of
-// integer results, normalized reads of anything but 8- and 16-bit integers (read as they are);
-// then memory of no element.
+// clamps), filtering, normalized coordinates or address modes over linear memory (ignored), linear
+// filtering of integer results, normalized reads of anything but 8- and 16-bit integers (read as
+// they are); then memory of no element.
 inline const object_request& check_texture(const cudaTextureDesc& t, const object_request& r) {
   const bool linear = r.resource.resType == cudaResourceTypeLinear;
   const bool floats = r.channel.f == cudaChannelFormatKindFloat;
@@ -174,10 +174,14 @@ inline const object_request& check_texture(const cudaTextureDesc& t, const objec
       why =
           "address_mode::wrap and ::mirror need normalized coordinates (CUDA clamps instead): "
           "add normalized_coordinates(), or use clamp or border";
-  if (linear && (t.filterMode == cudaFilterModeLinear || t.normalizedCoords))
+  const bool addressed = t.addressMode[0] != cudaAddressModeClamp ||
+                         t.addressMode[1] != cudaAddressModeClamp ||
+                         t.addressMode[2] != cudaAddressModeClamp;
+  if (linear && (t.filterMode == cudaFilterModeLinear || t.normalizedCoords || addressed))
     why =
-        "a texture over linear memory reads elements by index (tex1Dfetch), without filtering "
-        "or normalized coordinates: for those, use a cuda_array or a pitched_buffer";
+        "a texture over linear memory reads elements by index (tex1Dfetch), without filtering, "
+        "normalized coordinates or address modes (out of range reads 0): for those, use a "
+        "cuda_array or a pitched_buffer";
   else if (t.filterMode == cudaFilterModeLinear && !floats && !(small_integer && normalized))
     why =
         "linear filtering returns floats, and this texture returns integers: read 8- or 16-bit "
