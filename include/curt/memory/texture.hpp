@@ -61,7 +61,8 @@ class texture_description {
     return *this;
   }  ///@}
   /// Point or linear filtering; T itself or normalized floats; coordinates in [0, 1) across each
-  /// extent; what address_mode::border returns (as floats, one per channel). @{
+  /// extent; what address_mode::border returns (as floats, one per channel; a texture that
+  /// returns integers reads each float's bits, as CUDA's header says: pass the integer's bits). @{
   texture_description& filter(filter_mode m) noexcept { return set(desc_.filterMode, m); }
   texture_description& read(read_mode m) noexcept { return set(desc_.readMode, m); }
   texture_description& normalized_coordinates(bool on = true) noexcept {
