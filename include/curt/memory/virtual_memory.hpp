@@ -206,7 +206,9 @@ inline void set_access(u64 address, std::size_t size, const driver_fn::mem_acces
   CURT_DETAIL_VMM_CALL(cuMemSetAccess, (address, size, desc, count),
                        fmt("cuMemSetAccess(%zu bytes, device %d first of %zu, access %d)", size,
                            desc->location.id, count, desc->flags),
-                       "every device given access must reach the memory's (can_access_peer)");
+                       status == 2 ? ""  // out of memory: no peer question
+                                   : "every device given access must reach the memory's "
+                                     "(can_access_peer)");
 }
 inline void set_access(u64 address, std::size_t size, std::initializer_list<curt::device> devices,
                        memory_access access) {
