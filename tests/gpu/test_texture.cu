@@ -368,6 +368,31 @@ TEST_CASE("textures over linear memory (tex1Dfetch) and over pitched memory (tex
   curt_test::require_same_bytes(fetch(pitched, centres, s), want);
 }
 
+// CUDA refuses memory past its texture limits with a bare "invalid argument"; curt then names the
+// limit (asked only after the refusal).
+TEST_CASE("memory past the device's texture limits is refused naming the limit") {
+  curt::device d(0);
+  const cudaDeviceProp& p = d.properties();
+  // Pitched: one row more than a pitched texture may have (a narrow image: a few MiB).
+  const std::size_t rows = static_cast<std::size_t>(p.maxTexture2DLinear[1]) + 1;
+  curt::pitched_buffer<float> tall(d, 16, rows);
+  const std::string pitched_limit = "pitched textures are at most " +
+                                    std::to_string(p.maxTexture2DLinear[0]) + " x " +
+                                    std::to_string(p.maxTexture2DLinear[1]);
+  curt_test::require_cuda_error([&] { curt::texture_object t(tall); }, cudaErrorInvalidValue,
+                                {"cudaCreateTextureObject", pitched_limit.c_str()});
+  // Linear: one element more than a linear float texture may hold, where that fits in memory.
+  const cudaChannelFormatDesc format = cudaCreateChannelDesc<float>();
+  std::size_t most = 0;
+  REQUIRE(cudaDeviceGetTexture1DLinearMaxWidth(&most, &format, d.ordinal()) == cudaSuccess);
+  INFO("linear float textures hold at most " << most << " elements");
+  REQUIRE((most + 1) * sizeof(float) < d.memory_info().free / 2);
+  curt::device_buffer<float> long_one(d, most + 1);
+  curt_test::require_cuda_error(
+      [&] { curt::texture_object t(long_one); }, cudaErrorInvalidValue,
+      {("hold at most " + std::to_string(most)).c_str()});
+}
+
 TEST_CASE(
     "a thread with no context makes and destroys arrays, textures and surfaces, and is "
     "left with none") {

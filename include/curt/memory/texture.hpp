@@ -134,6 +134,44 @@ struct object_request {  // what CUDA is asked for, where, and the call in messa
   bool elements;  // false for memory of no element
 };
 
+// Why CUDA refused linear or pitched memory for a texture, after it did (a good creation pays
+// nothing): the device's limits of elements, extents, pitch and alignment.
+CURT_COLD inline std::string memory_limits(cudaError_t status, const object_request& r) try {
+  if (status != cudaErrorInvalidValue) return {};
+  const cudaDeviceProp& p = r.device.properties();
+  const cudaChannelFormatDesc& c = r.channel;
+  const std::size_t element = std::size_t(c.x + c.y + c.z + c.w) / 8;
+  const void* at = r.resource.resType == cudaResourceTypeLinear ? r.resource.res.linear.devPtr
+                                                                : r.resource.res.pitch2D.devPtr;
+  if (r.resource.resType == cudaResourceTypeLinear) {
+    std::size_t most = 0;
+    const std::size_t n = r.resource.res.linear.sizeInBytes / (element ? element : 1);
+    if (cudaDeviceGetTexture1DLinearMaxWidth(&most, &c, r.device.ordinal()) == cudaSuccess &&
+        n > most)
+      return fmt("%zu elements; the device's linear textures of this format hold at most %zu",
+                 n, most);
+  } else if (r.resource.resType == cudaResourceTypePitch2D) {
+    const auto& m = r.resource.res.pitch2D;
+    const int* most = p.maxTexture2DLinear;
+    if (m.width > std::size_t(most[0]) || m.height > std::size_t(most[1]) ||
+        m.pitchInBytes > std::size_t(most[2]))
+      return fmt("%zu x %zu elements, pitch %zu B; the device's pitched textures are at most "
+                 "%d x %d, pitch %d B", m.width, m.height, m.pitchInBytes, most[0], most[1],
+                 most[2]);
+    if (m.pitchInBytes % p.texturePitchAlignment != 0)
+      return fmt("the pitch %zu B is not a multiple of the device's texturePitchAlignment %zu B",
+                 m.pitchInBytes, p.texturePitchAlignment);
+  } else {
+    return {};
+  }
+  if (reinterpret_cast<std::uintptr_t>(at) % p.textureAlignment != 0)
+    return fmt("the memory's address is not a multiple of the device's textureAlignment %zu B",
+               p.textureAlignment);
+  return {};
+} catch (...) {  // no explanation rather than another error
+  return {};
+}
+
 template <class Kind>  // what texture_object and surface_object share
 class basic_object : public unique_handle<object_ref<Kind>, object_traits<Kind>> {
   using base = unique_handle<object_ref<Kind>, object_traits<Kind>>;
@@ -154,7 +192,7 @@ class basic_object : public unique_handle<object_ref<Kind>, object_traits<Kind>>
       if (CURT_UNLIKELY(status != cudaSuccess))
         throw_error(make_error_code(status),
                     fmt("%s(device %d) for %s", function, r.device.ordinal(), r.call.c_str()),
-                    __FILE__, __LINE__);
+                    __FILE__, __LINE__, [&] { return memory_limits(status, r); });
     });
     this->handle_ = reinterpret_cast<void*>(static_cast<std::uintptr_t>(made));
   }
