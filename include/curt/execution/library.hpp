@@ -24,6 +24,7 @@
 #include <curt/core/context.hpp>
 #include <curt/core/device.hpp>
 #include <curt/core/driver.hpp>
+#include <curt/core/entries.hpp>
 #include <curt/core/error.hpp>
 #include <curt/core/handle.hpp>
 #include <curt/execution/launch.hpp>
@@ -87,13 +88,11 @@ class library_options {
     values_.push_back(reinterpret_cast<void*>(static_cast<std::uintptr_t>(value)));
     return *this;
   }
-  /// The CUjit_option keys and values (numbers cast to void*), in order, for cuLibraryLoadData. @{
-  const std::vector<int>& keys() const noexcept { return keys_; }
-  const std::vector<void*>& values() const noexcept { return values_; }  ///@}
 
  private:
-  std::vector<int> keys_;
-  std::vector<void*> values_;
+  friend class library;
+  detail::entries<int> keys_;       // CUjit_option keys, in order
+  detail::entries<void*> values_;  // their values, numbers cast to void*
 };
 
 /// Where a kernel parameter lies in the kernel's parameter buffer (cuKernelGetParamInfo).
@@ -261,7 +260,7 @@ class library_kernel {
     if (info != nullptr) {  // otherwise launches are not checked
       detail::context_scope in;
       if (stream != nullptr) in.enter(detail::for_stream, stream->get());
-      std::vector<kernel_parameter> parameters;
+      detail::entries<kernel_parameter> parameters;
       detail::check_runtime(detail::kernel_query([&] {
                               parameters.clear();
                               for (std::size_t i = 0;; ++i) {
@@ -273,7 +272,7 @@ class library_kernel {
                               }
                             }),
                             "cuKernelGetParamInfo(kernel)", __FILE__, __LINE__);
-      l.parameters = std::move(parameters);
+      l.parameters = std::vector<kernel_parameter>(parameters.begin(), parameters.end());
       l.known = true;
     }
     l.ready.store(true, detail::order::release);
@@ -345,12 +344,12 @@ class library_ref {
     detail::check_runtime(
         CURT_DETAIL_DRIVER_FUNCTION(cuLibraryGetKernelCount, 12040)(&count, library),
         "cuLibraryGetKernelCount(library)", __FILE__, __LINE__);
-    std::vector<cudaKernel_t> kernels(count);
+    detail::entries<cudaKernel_t> kernels(count);
     detail::check_runtime(CURT_DETAIL_DRIVER_FUNCTION(cuLibraryEnumerateKernels, 12040)(
                               kernels.data(), count, library),
                           "cuLibraryEnumerateKernels(library)", __FILE__, __LINE__);
-    std::vector<std::string> names;
-    for (cudaKernel_t k : kernels) names.push_back(detail::library_kernel_name(k));
+    std::vector<std::string> names(count);
+    for (unsigned i = 0; i < count; ++i) names[i] = detail::library_kernel_name(kernels[i]);
     return names;
   }
 
@@ -459,10 +458,12 @@ class library : public detail::unique_handle<library_ref, detail::library_traits
 
   static cudaLibrary_t load(const void* image, const char* path, const library_options& o) {
     std::string errors(16384, '\0');  // the JIT's error log (CU_JIT_ERROR_LOG_BUFFER, 5 and 6)
-    std::vector<int> keys = o.keys();
-    std::vector<void*> values = o.values();
-    keys.insert(keys.end(), {5, 6});
-    values.insert(values.end(), {errors.data(), reinterpret_cast<void*>(errors.size() - 1)});
+    detail::entries<int> keys = o.keys_;
+    detail::entries<void*> values = o.values_;
+    keys.push_back(5);
+    keys.push_back(6);
+    values.push_back(errors.data());
+    values.push_back(reinterpret_cast<void*>(errors.size() - 1));
     cudaLibrary_t library = nullptr;
     const auto count = static_cast<unsigned>(keys.size());
     const int result =
