@@ -28,8 +28,7 @@ enum class event_flags : unsigned {
   blocking_sync = 1u << 1,  ///< synchronize() blocks the thread instead of spinning
   interprocess = 1u << 2,   ///< can be shared with other processes (needs timing off)
 };
-template <>
-struct flag_set<event_flags> : std::true_type {};
+CURT_DETAIL_FLAGS(event_flags);
 
 /// Milliseconds as the runtime measures them (about half a microsecond resolution).
 using event_duration = std::chrono::duration<float, std::milli>;

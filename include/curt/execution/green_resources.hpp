@@ -48,8 +48,7 @@ enum class sm_split_flags : unsigned {
   ignore_coscheduling = 1,
   max_cluster_size = 2,  ///< ..._MAX_POTENTIAL_CLUSTER_SIZE: the largest clusters (9.0+)
 };
-template <>
-struct flag_set<sm_split_flags> : std::true_type {};
+CURT_DETAIL_FLAGS(sm_split_flags);
 
 class sm_split;
 class green_context;

@@ -37,8 +37,7 @@ enum class instantiate_flags : unsigned long long {
   device_launch = cudaGraphInstantiateFlagDeviceLaunch,  ///< launchable from kernels too
   use_node_priority = cudaGraphInstantiateFlagUseNodePriority,  ///< kernel nodes' own priorities
 };
-template <>
-struct flag_set<instantiate_flags> : std::true_type {};
+CURT_DETAIL_FLAGS(instantiate_flags);
 /// What graph_ref::debug_dot_print writes beyond topology, node types and kernel names.
 enum class dot_flags : unsigned {
   none = 0,
@@ -52,8 +51,7 @@ enum class dot_flags : unsigned {
   handles = cudaGraphDebugDotFlagsHandles,
   conditional_node_params = cudaGraphDebugDotFlagsConditionalNodeParams,
 };
-template <>
-struct flag_set<dot_flags> : std::true_type {};
+CURT_DETAIL_FLAGS(dot_flags);
 /// An edge: `to` depends on `from`; `data` says how (all zero: full completion).
 struct graph_edge {
   cudaGraphNode_t from = nullptr;  ///< the node depended on

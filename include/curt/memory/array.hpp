@@ -34,8 +34,7 @@ enum class array_flags : unsigned {
   surface_load_store = cudaArraySurfaceLoadStore,  ///< surface_object may read and write it
   texture_gather = cudaArrayTextureGather,         ///< 2D only: textures may gather (tex2Dgather)
 };
-template <>
-struct flag_set<array_flags> : std::true_type {};
+CURT_DETAIL_FLAGS(array_flags);
 
 namespace detail {
 

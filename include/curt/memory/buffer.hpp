@@ -34,8 +34,7 @@ enum class pinned_flags : unsigned {
   mapped = cudaHostAllocMapped,                 ///< kernels may address it (device_pointer())
   write_combined = cudaHostAllocWriteCombined,  ///< fast host writes, PCIe reads; slow host reads
 };
-template <>
-struct flag_set<pinned_flags> : std::true_type {};
+CURT_DETAIL_FLAGS(pinned_flags);
 /// How cudaHostRegister pins existing memory; combine with |.
 enum class register_flags : unsigned {
   none = cudaHostRegisterDefault,
@@ -44,8 +43,7 @@ enum class register_flags : unsigned {
   io_memory = cudaHostRegisterIoMemory,  ///< the range is memory-mapped I/O (a PCI BAR)
   read_only = cudaHostRegisterReadOnly,  ///< the device only reads it (needs the device attribute)
 };
-template <>
-struct flag_set<register_flags> : std::true_type {};
+CURT_DETAIL_FLAGS(register_flags);
 /// Which streams may use managed memory (cudaMallocManaged: global or host; attach(): single too).
 enum class attach_flags : unsigned {
   global = cudaMemAttachGlobal,  ///< any stream on any device

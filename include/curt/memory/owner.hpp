@@ -189,7 +189,7 @@ class memory_owner : public unique_handle<memory_span<T, Kind>, memory_traits<Ki
   using owner_state = typename owner_state_of<Kind>::type;
   memory_owner(T* memory, std::size_t count, place_type place,
                owner_state state = owner_state()) noexcept
-      : base(memory_span<T, Kind>(memory, count, place), state) {}
+      : base(memory_span<T, Kind>(memory, count, place), std::move(state)) {}
   explicit memory_owner(handle_state state) noexcept
       : base(memory_span<T, Kind>(state_handle<T*>(state), 0, place_type())) {}
   /// For an explicit free: the pointer (throws if none); the owner, now "freed", frees no more.

@@ -146,8 +146,9 @@ CURT_COLD inline std::string memory_limits(cudaError_t status, const object_requ
   if (r.resource.resType == cudaResourceTypeLinear) {
     std::size_t most = 0;
     const std::size_t n = r.resource.res.linear.sizeInBytes / (element ? element : 1);
-    if (cudaDeviceGetTexture1DLinearMaxWidth(&most, &c, r.device.ordinal()) == cudaSuccess &&
-        n > most)
+    if (cudaDeviceGetTexture1DLinearMaxWidth(&most, &c, r.device.ordinal()) != cudaSuccess)
+      (void)cudaGetLastError();  // the user's next cudaGetLastError() must not see this one
+    else if (n > most)
       return fmt("%zu elements; the device's linear textures of this format hold at most %zu",
                  n, most);
   } else if (r.resource.resType == cudaResourceTypePitch2D) {
