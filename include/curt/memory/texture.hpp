@@ -141,9 +141,9 @@ CURT_COLD inline std::string memory_limits(cudaError_t status, const object_requ
   const cudaDeviceProp& p = r.device.properties();
   const cudaChannelFormatDesc& c = r.channel;
   const std::size_t element = std::size_t(c.x + c.y + c.z + c.w) / 8;
-  const void* at = r.resource.resType == cudaResourceTypeLinear ? r.resource.res.linear.devPtr
-                                                                : r.resource.res.pitch2D.devPtr;
+  const void* at = nullptr;  // checked against textureAlignment last
   if (r.resource.resType == cudaResourceTypeLinear) {
+    at = r.resource.res.linear.devPtr;
     std::size_t most = 0;
     const std::size_t n = r.resource.res.linear.sizeInBytes / (element ? element : 1);
     if (cudaDeviceGetTexture1DLinearMaxWidth(&most, &c, r.device.ordinal()) != cudaSuccess)
@@ -153,6 +153,7 @@ CURT_COLD inline std::string memory_limits(cudaError_t status, const object_requ
                  n, most);
   } else if (r.resource.resType == cudaResourceTypePitch2D) {
     const auto& m = r.resource.res.pitch2D;
+    at = m.devPtr;
     const int* most = p.maxTexture2DLinear;
     if (m.width > std::size_t(most[0]) || m.height > std::size_t(most[1]) ||
         m.pitchInBytes > std::size_t(most[2]))
@@ -209,14 +210,14 @@ inline const object_request& check_texture(const cudaTextureDesc& t, const objec
   const bool small_integer = !floats && r.channel.x <= 16;
   const bool normalized = t.readMode == cudaReadModeNormalizedFloat;
   const char* why = nullptr;
-  for (cudaTextureAddressMode m : t.addressMode)
+  bool addressed = false;  // an address mode other than clamp
+  for (cudaTextureAddressMode m : t.addressMode) {
+    addressed = addressed || m != cudaAddressModeClamp;
     if (!linear && !t.normalizedCoords && (m == cudaAddressModeWrap || m == cudaAddressModeMirror))
       why =
           "address_mode::wrap and ::mirror need normalized coordinates (CUDA clamps instead): "
           "add normalized_coordinates(), or use clamp or border";
-  const bool addressed = t.addressMode[0] != cudaAddressModeClamp ||
-                         t.addressMode[1] != cudaAddressModeClamp ||
-                         t.addressMode[2] != cudaAddressModeClamp;
+  }
   if (linear && (t.filterMode == cudaFilterModeLinear || t.normalizedCoords || addressed))
     why =
         "a texture over linear memory reads elements by index (tex1Dfetch), without filtering, "
