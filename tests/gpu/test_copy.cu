@@ -50,12 +50,7 @@ struct rgb {
 
 std::size_t random_size() { return static_cast<std::size_t>(curt_test::random_ints(1, 3000, 9000)[0]); }
 
-template <class T>
-std::vector<T> poisoned(std::size_t n) {
-  std::vector<T> v(n);
-  std::memset(static_cast<void*>(v.data()), 0xFF, n * sizeof(T));
-  return v;
-}
+using curt_test::poisoned;
 
 // Every element of `got` has the bytes of `value`.
 template <class T>

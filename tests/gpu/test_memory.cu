@@ -59,12 +59,7 @@ __global__ void affine_in_place(float* data, int n, float a, float b) {
 
 float affine_ref(float x, float a, float b) { return a * x + b; }
 
-template <class T>
-std::vector<T> poisoned(std::size_t n) {
-  std::vector<T> v(n);
-  std::memset(v.data(), 0xFF, n * sizeof(T));
-  return v;
-}
+using curt_test::poisoned;
 
 std::vector<int> random_int_vector(std::size_t n) {
   return curt_test::random_ints(n, std::numeric_limits<int>::min() / 2, std::numeric_limits<int>::max() / 2);

@@ -50,12 +50,7 @@ std::size_t random_in(int lo, int hi) {
   return static_cast<std::size_t>(curt_test::random_ints(1, lo, hi)[0]);
 }
 
-template <class T>
-std::vector<T> poisoned(std::size_t n) {
-  std::vector<T> v(n);
-  std::memset(static_cast<void*>(v.data()), 0xFF, n * sizeof(T));
-  return v;
-}
+using curt_test::poisoned;
 
 // A random region inside width x height x depth, at least one element in each direction.
 curt::region random_region(std::size_t width, std::size_t height, std::size_t depth) {

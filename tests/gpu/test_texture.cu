@@ -53,12 +53,7 @@ std::size_t random_extent(int lo, int hi) {
   return static_cast<std::size_t>(curt_test::random_ints(1, lo, hi)[0]);
 }
 
-template <class T>
-std::vector<T> poisoned(std::size_t n) {
-  std::vector<T> v(n);
-  std::memset(static_cast<void*>(v.data()), 0xFF, n * sizeof(T));
-  return v;
-}
+using curt_test::poisoned;
 
 // Random elements of T whose bytes are 1..255 each (no zero byte, no NaN).
 template <class T>

@@ -78,6 +78,15 @@ inline std::vector<int> random_ints(std::size_t n, int lo, int hi) {
   return v;
 }
 
+/// n elements of T whose bytes are all 0xFF (NaN for floats): what an output holds before the
+/// code under test writes it.
+template <class T>
+std::vector<T> poisoned(std::size_t n) {
+  std::vector<T> v(n);
+  std::memset(static_cast<void*>(v.data()), 0xFF, n * sizeof(T));
+  return v;
+}
+
 /// |a - b| <= tolerance * max(|a|, |b|, tiny): relative error for floats.
 inline bool close(double a, double b, double tolerance = 1e-5) {
   double scale = std::fmax(std::fmax(std::fabs(a), std::fabs(b)), 1e-30);
