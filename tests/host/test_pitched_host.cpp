@@ -166,6 +166,11 @@ TEST_CASE("a region edited after sub() is checked again; overlapping regions of 
   curt_test::require_cuda_error([&] { curt::copy(a, b, s); }, cudaErrorInvalidValue,
                                 {"curt::copy(pitched destination, pitched source)",
                                  "the regions overlap in one buffer"});
+  // A view of the same rows with another height (a 2D copy: only slice 0) overlaps as much.
+  const curt::pitched_view<float, 3> shorter(storage.data(), 8 * sizeof(float), 8, 4, 1);
+  curt::pitched_region<float> top{memory, {0, 0, 0, 4, 2, 1}}, c{shorter, {2, 1, 0, 4, 2, 1}};
+  curt_test::require_cuda_error([&] { curt::copy(top, c, s); }, cudaErrorInvalidValue,
+                                {"the regions overlap in one buffer"});
   a.box.x = 6;  // 6 + 4 > 8
   curt_test::require_cuda_error([&] { curt::copy(a, b, s); }, cudaErrorInvalidValue,
                                 {"x 6 + width 4 > 8"});

@@ -245,3 +245,13 @@ TEST_CASE("a refused launch names the argument sizes and the kernel's layout", "
   CHECK(curt::detail::describe_sizes("arguments", sizes, 3) == "3 arguments of 4 B, 8 B, 8 B");
   CHECK(curt::detail::describe_sizes("arguments", sizes, 0) == "0 arguments");
 }
+
+// The JIT's log buffers are curt's (it captures the error log): options 3 to 6 are refused, so
+// that a user's log size never stands beside curt's buffer (lab review, attack13 F3).
+TEST_CASE("library options refuse the JIT's log buffers, which curt keeps", "[rtc]") {
+  for (int key : {3, 4, 5, 6})
+    curt_test::require_cuda_error([&] { (void)curt::library_options().option(key, 1u << 20); },
+                                  cudaErrorInvalidValue,
+                                  {"curt::library_options::option(", "are curt's"});
+  (void)curt::library_options().option(7, 3).option(0, 64);  // others pass
+}

@@ -83,7 +83,14 @@ class library_options {
   library_options& line_info(bool on = true) { return option(13, on ? 1u : 0u); }
   library_options& debug_info(bool on = true) { return option(11, on ? 1u : 0u); }  ///@}
   /// Any CUjit_option whose value is a number (cuda.h says what each takes).
+  /// (3 to 6, the JIT's log buffers, are curt's: it captures the error log itself.)
   library_options& option(int jit_option, unsigned value) {
+    if (jit_option >= 3 && jit_option <= 6)
+      detail::raise(cudaErrorInvalidValue,
+                    detail::fmt("curt::library_options::option(%d)", jit_option),
+                    "the JIT's log buffers (CU_JIT_INFO_LOG_BUFFER to ERROR_LOG_BUFFER_SIZE_BYTES) "
+                    "are curt's: it captures the error log for a failed load's exception",
+                    __FILE__, __LINE__);
     keys_.push_back(jit_option);
     values_.push_back(reinterpret_cast<void*>(static_cast<std::uintptr_t>(value)));
     return *this;
@@ -344,6 +351,7 @@ class library_ref {
     detail::check_runtime(
         CURT_DETAIL_DRIVER_FUNCTION(cuLibraryGetKernelCount, 12040)(&count, library),
         "cuLibraryGetKernelCount(library)", __FILE__, __LINE__);
+    if (count == 0) return {};  // (no array to hand cuLibraryEnumerateKernels)
     detail::entries<cudaKernel_t> kernels(count);
     detail::check_runtime(CURT_DETAIL_DRIVER_FUNCTION(cuLibraryEnumerateKernels, 12040)(
                               kernels.data(), count, library),

@@ -319,7 +319,8 @@ void copy_boxes(const pitched_region<T>& dst, const pitched_region<U>& src, cuda
   check_region<T, 3>(s, {src.memory.width(), src.memory.height(), src.memory.depth()});
   if (CURT_UNLIKELY(static_cast<const void*>(dst.memory.data()) == src.memory.data() &&
                     dst.memory.pitch() == src.memory.pitch() &&  // one buffer, not a dense alias
-                    dst.memory.height() == src.memory.height() &&
+                    (dst.memory.height() == src.memory.height() ||  // slices line up
+                     (d.z + d.depth <= 1 && s.z + s.depth <= 1)) &&  // or only slice 0
                     d.x < s.x + s.width && s.x < d.x + d.width && d.y < s.y + s.height &&
                     s.y < d.y + d.height && d.z < s.z + s.depth && s.z < d.z + d.depth))
     raise(cudaErrorInvalidValue, "curt::copy(pitched destination, pitched source)",
